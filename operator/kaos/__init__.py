@@ -1,0 +1,1 @@
+"""KAOS: control plane, operator and CLI."""

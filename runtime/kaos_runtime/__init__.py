@@ -1,0 +1,1 @@
+"""The KAOS agent runtime and python-string MCP server."""
