@@ -61,6 +61,12 @@ class Settings:
     cluster_domain: str = "cluster.local"
     log_level: str = "INFO"
     health_port: int = 8080
+    operator_namespace: str = ""
+
+    @property
+    def gateway_parent_namespace(self) -> str:
+        """The Gateway's namespace; empty in the values means the operator's namespace."""
+        return self.gateway_namespace or self.operator_namespace
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -93,6 +99,7 @@ class Settings:
             cluster_domain=reader.str("KAOS_CLUSTER_DOMAIN", base.cluster_domain),
             log_level=reader.str("KAOS_LOG_LEVEL", base.log_level).upper(),
             health_port=reader.int("KAOS_HEALTH_PORT", base.health_port),
+            operator_namespace=reader.str("KAOS_OPERATOR_NAMESPACE", base.operator_namespace),
         )
 
 
