@@ -1,0 +1,163 @@
+"""Validate KAOS resources against the CRDs in charts/kaos/crds, as the API server does.
+
+The API server applies the schema defaults and validates every resource against its CRD's
+`openAPIV3Schema`; the local control plane does the same here with jsonschema, so a manifest
+that `kaos up` accepts is one `kubectl apply` accepts (and the other way round).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+API_VERSION = "kaos.tools/v1alpha1"
+
+# Each resource becomes the Helm release "<prefix>-<name>", and Helm release names have at
+# most 53 characters.
+RELEASE_PREFIX = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcpserver"}
+HELM_RELEASE_NAME_MAX = 53
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ValidationError(ValueError):
+    """A resource that its CRD rejects; the message names the resource and the field."""
+
+    def __init__(self, resource: str, problems: list[str]):
+        self.resource = resource
+        self.problems = problems
+        super().__init__(f"{resource}: " + "; ".join(problems))
+
+
+def default_crd_dir() -> Path:
+    """charts/kaos/crds under $KAOS_CHARTS_DIR, else the repository's charts folder."""
+    charts = os.environ.get("KAOS_CHARTS_DIR")
+    if charts:
+        return Path(charts) / "kaos" / "crds"
+    return Path(__file__).resolve().parents[2] / "charts" / "kaos" / "crds"
+
+
+def load_schemas(crd_dir: str | os.PathLike | None = None) -> dict[str, dict]:
+    """kind -> openAPIV3Schema of the served kaos.tools/v1alpha1 version, from the CRD files."""
+    return _load_schemas(Path(crd_dir) if crd_dir else default_crd_dir())
+
+
+@functools.cache
+def _load_schemas(crd_dir: Path) -> dict[str, dict]:
+    files = sorted(crd_dir.glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"no CRD files in {crd_dir} (set KAOS_CHARTS_DIR to the charts folder)")
+    schemas = {}
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = doc["spec"]
+            for version in spec["versions"]:
+                if f"{spec['group']}/{version['name']}" == API_VERSION and version.get("served"):
+                    schemas[spec["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
+    """The resource with its schema defaults applied; raises ValidationError if the CRD rejects it."""
+    crd_dir = Path(crd_dir) if crd_dir else default_crd_dir()
+    schemas = _load_schemas(crd_dir)
+    kind = resource.get("kind") if isinstance(resource, dict) else None
+    metadata = resource.get("metadata") if isinstance(resource, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    label = f"{kind or 'resource'} {metadata.get('namespace') or 'default'}/{metadata.get('name') or '<unnamed>'}"
+    if not isinstance(resource, dict):
+        raise ValidationError(label, ["a resource must be a mapping"])
+    if kind not in schemas:
+        raise ValidationError(label, [f"kind: unknown kind {kind!r}, expected one of {', '.join(sorted(schemas))}"])
+    if resource.get("apiVersion") != API_VERSION:
+        raise ValidationError(label, [f"apiVersion: {resource.get('apiVersion')!r} is not {API_VERSION}"])
+
+    result = copy.deepcopy(resource)
+    schema = schemas[kind]
+    apply_defaults(schema, result)
+    problems = _name_problems(kind, metadata.get("name"))
+    validator = _validators(crd_dir)[kind]
+    for error in sorted(validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path]):
+        problems.append(_describe(error))
+    if problems:
+        raise ValidationError(label, problems)
+    return result
+
+
+def apply_defaults(schema: dict, value: Any) -> Any:
+    """Fill in schema defaults in place, recursively (also inside defaulted objects and arrays)."""
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for key, sub in properties.items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+        for key, item in value.items():
+            if key in properties:
+                apply_defaults(properties[key], item)
+            elif isinstance(schema.get("additionalProperties"), dict):
+                apply_defaults(schema["additionalProperties"], item)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            apply_defaults(schema["items"], item)
+    return value
+
+
+def _name_problems(kind: str, name: Any) -> list[str]:
+    if not isinstance(name, str) or not name:
+        return ["metadata.name: required field is missing"]
+    if not DNS1123_LABEL.match(name):
+        return [
+            f"metadata.name: {name!r} is not a DNS-1123 label "
+            "(lower case letters, digits and '-', starting and ending with a letter or digit)"
+        ]
+    longest = HELM_RELEASE_NAME_MAX - len(RELEASE_PREFIX[kind]) - 1
+    if len(name) > longest:
+        return [f"metadata.name: {name!r} is longer than {longest} characters (the {kind}'s Helm release name would pass 53)"]
+    return []
+
+
+@functools.cache
+def _validators(crd_dir: Path) -> dict[str, jsonschema.Draft7Validator]:
+    return {kind: jsonschema.Draft7Validator(_strict(schema)) for kind, schema in _load_schemas(crd_dir).items()}
+
+
+def _strict(schema: dict) -> dict:
+    """The schema with unknown fields forbidden (kubectl's strict field validation)."""
+    schema = dict(schema)
+    if "properties" in schema:
+        schema["properties"] = {k: _strict(v) for k, v in schema["properties"].items()}
+        if (
+            schema.get("type") == "object"
+            and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            schema["additionalProperties"] = False
+    if isinstance(schema.get("items"), dict):
+        schema["items"] = _strict(schema["items"])
+    if isinstance(schema.get("additionalProperties"), dict):
+        schema["additionalProperties"] = _strict(schema["additionalProperties"])
+    return schema
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path)
+    path = path.replace(".[", "[")
+    if error.validator == "required":
+        missing = error.message.split("'")[1]
+        return f"{_join(path, missing)}: required field is missing"
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return "; ".join(f"{_join(path, key)}: unknown field" for key in unknown)
+    return f"{path or '<root>'}: {error.message}"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
