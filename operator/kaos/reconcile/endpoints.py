@@ -1,0 +1,58 @@
+"""Ports and URLs of the workloads. The charts create the Services these URLs name."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from kaos.reconcile.refs import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
+
+EndpointOf = Callable[[str, str, str], str]
+
+DEFAULT_PORT = 8000
+OLLAMA_PORT = 11434
+MCP_PATH = "/mcp"
+
+
+def service_port(resource: Mapping[str, Any], settings) -> int:
+    spec = resource.get("spec") or {}
+    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted":
+        return OLLAMA_PORT
+    if resource.get("kind") == MCPSERVER:
+        entry = settings.mcp_runtimes.get(spec.get("runtime")) or {}
+        return int(entry.get("port") or DEFAULT_PORT)
+    return DEFAULT_PORT
+
+
+def mcp_path(resource: Mapping[str, Any], settings) -> str:
+    entry = settings.mcp_runtimes.get((resource.get("spec") or {}).get("runtime")) or {}
+    return entry.get("path") or MCP_PATH
+
+
+def cluster_url(kind: str, namespace: str, name: str, port: int, cluster_domain: str) -> str:
+    return f"http://{CHART_OF[kind]}-{name}.{namespace}.svc.{cluster_domain}:{port}"
+
+
+def cluster_endpoint_of(settings, known: Mapping[Ref, Mapping[str, Any] | None]) -> EndpointOf:
+    """endpoint_of for a cluster: the Service URL; the port comes from the object when known."""
+
+    def endpoint_of(kind: str, namespace: str, name: str) -> str:
+        resource = known.get(Ref(kind, namespace, name))
+        port = service_port(resource, settings) if resource else DEFAULT_PORT
+        return cluster_url(kind, namespace, name, port, settings.cluster_domain)
+
+    return endpoint_of
+
+
+def endpoint(resource: Mapping[str, Any], settings, endpoint_of: EndpointOf) -> str:
+    """What status.endpoint says: a base URL, or the full MCP URL for an MCPServer."""
+    kind = resource["kind"]
+    metadata = resource.get("metadata") or {}
+    namespace, name = metadata.get("namespace") or "default", metadata["name"]
+    spec = resource.get("spec") or {}
+    if kind == MCPSERVER:
+        if spec.get("url"):
+            return spec["url"]
+        return endpoint_of(kind, namespace, name).rstrip("/") + mcp_path(resource, settings)
+    if kind == AGENT and not (spec.get("agentNetwork") or {}).get("expose", True):
+        return ""
+    return endpoint_of(kind, namespace, name)

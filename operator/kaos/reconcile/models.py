@@ -1,0 +1,65 @@
+"""Which models a ModelAPI offers, and whether it admits the model an agent asks for."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import yaml
+
+
+class ModelConfigError(ValueError):
+    """A ModelAPI whose model list cannot be worked out."""
+
+
+def offered_models(modelapi_spec: Mapping[str, Any]) -> list[str]:
+    """The patterns the ModelAPI admits.
+
+    Proxy: ``proxyConfig.models`` (or the ``model`` shorthand), else the ``model_name``s of
+    ``configYaml``. Hosted: the Ollama tag, also spelled ``ollama/<tag>`` as LiteLLM names it.
+    """
+    if modelapi_spec.get("mode") == "Hosted":
+        tag = (modelapi_spec.get("hostedConfig") or {}).get("model") or ""
+        return [tag, f"ollama/{tag}"] if tag else []
+    proxy = modelapi_spec.get("proxyConfig") or {}
+    models = list(proxy.get("models") or [])
+    if proxy.get("model") and proxy["model"] not in models:
+        models.append(proxy["model"])
+    if models:
+        return models
+    return config_yaml_model_names(modelapi_spec)
+
+
+def config_yaml_model_names(modelapi_spec: Mapping[str, Any]) -> list[str]:
+    text = ((modelapi_spec.get("proxyConfig") or {}).get("configYaml") or {}).get("fromString")
+    if not text:
+        return []
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ModelConfigError(f"proxyConfig.configYaml.fromString is not valid YAML: {error}") from None
+    if not isinstance(config, dict):
+        raise ModelConfigError("proxyConfig.configYaml.fromString must be a YAML mapping (a LiteLLM config)")
+    entries = config.get("model_list") or []
+    if not isinstance(entries, list):
+        raise ModelConfigError("proxyConfig.configYaml.fromString: model_list must be a list")
+    names = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("model_name"):
+            raise ModelConfigError(
+                "proxyConfig.configYaml.fromString: every model_list entry needs a model_name"
+            )
+        names.append(str(entry["model_name"]))
+    return names
+
+
+def admits(pattern: str, model: str) -> bool:
+    """``*`` admits every model, ``provider/*`` every model of that provider, else exact."""
+    if pattern == "*":
+        return True
+    if pattern.endswith("/*"):
+        return model.startswith(pattern[:-1]) and len(model) > len(pattern) - 1
+    return pattern == model
+
+
+def admitted(patterns: list[str], model: str) -> bool:
+    return any(admits(pattern, model) for pattern in patterns)

@@ -1,0 +1,189 @@
+"""plan(): validate a resource, resolve its dependencies, and compute its chart values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kaos.reconcile.endpoints import EndpointOf, endpoint
+from kaos.reconcile.models import ModelConfigError, admitted, config_yaml_model_names, offered_models
+from kaos.reconcile.refs import (
+    AGENT,
+    CHART_OF,
+    HELM_RELEASE_NAME_MAX,
+    MCPSERVER,
+    MODELAPI,
+    Ref,
+    dependencies,
+    ref_of,
+    release_name,
+)
+from kaos.reconcile.values import agent_values, mcpserver_values, modelapi_values
+
+FAILED, WAITING, DEPLOY = "Failed", "Waiting", "Deploy"
+BUILTIN_MCP_RUNTIMES = ("python-string", "custom")
+
+
+@dataclass(frozen=True)
+class Plan:
+    phase: str  # Failed | Waiting | Deploy
+    message: str
+    chart: str
+    release: str
+    values: dict[str, Any] | None  # None: nothing to deploy
+    endpoint: str
+    dependencies_ready: bool = True
+    not_ready: tuple[Ref, ...] = field(default=())
+
+
+class _Invalid(Exception):
+    """The resource cannot be deployed as written; the message says what to change."""
+
+
+def plan(
+    resource: Mapping[str, Any],
+    observed: Mapping[Ref, Mapping[str, Any] | None],
+    settings,
+    endpoint_of: EndpointOf,
+) -> Plan:
+    ref = ref_of(resource)
+    chart, release = CHART_OF[ref.kind], release_name(ref.kind, ref.name)
+    own_endpoint = endpoint(resource, settings, endpoint_of)
+
+    def make(phase, message, values=None, **extra) -> Plan:
+        return Plan(phase, message, chart, release, values, own_endpoint, **extra)
+
+    try:
+        if len(release) > HELM_RELEASE_NAME_MAX:
+            raise _Invalid(
+                f"the name {ref.name!r} is too long: the Helm release {release!r} must be at most "
+                f"{HELM_RELEASE_NAME_MAX} characters; use a shorter name"
+            )
+        if ref.kind == MODELAPI:
+            return make(DEPLOY, "", _modelapi(resource, settings))
+        if ref.kind == MCPSERVER:
+            if (resource.get("spec") or {}).get("url"):
+                return make(DEPLOY, f"external MCP server at {resource['spec']['url']}; nothing deployed")
+            return make(DEPLOY, "", _mcpserver(resource, settings))
+        return _agent(resource, observed, settings, endpoint_of, make)
+    except _Invalid as invalid:
+        return make(FAILED, f"{ref}: {invalid}")
+
+
+def _modelapi(resource, settings) -> dict[str, Any]:
+    spec = resource.get("spec") or {}
+    if spec.get("mode") == "Hosted":
+        if not (spec.get("hostedConfig") or {}).get("model"):
+            raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
+        return modelapi_values(resource, settings)
+    try:
+        patterns = offered_models(spec)
+        config_names = config_yaml_model_names(spec)
+    except ModelConfigError as error:
+        raise _Invalid(str(error)) from None
+    if not patterns:
+        raise _Invalid(
+            "mode Proxy needs the models it offers: set spec.proxyConfig.models (exact ids, "
+            "provider/* or *), spec.proxyConfig.model, or a configYaml.fromString with a model_list"
+        )
+    unlisted = [name for name in config_names if not admitted(patterns, name)]
+    if unlisted:
+        raise _Invalid(
+            f"configYaml model_name {', '.join(map(repr, unlisted))} not in proxyConfig.models "
+            f"[{', '.join(patterns)}]; list it there too"
+        )
+    return modelapi_values(resource, settings)
+
+
+def _mcpserver(resource, settings) -> dict[str, Any]:
+    spec = resource.get("spec") or {}
+    runtime = spec.get("runtime") or "python-string"
+    if runtime == "python-string" and not (spec.get("params") or "").strip():
+        raise _Invalid("runtime python-string needs spec.params: Python functions that become the tools")
+    if runtime == "custom" and not (spec.get("container") or {}).get("image"):
+        raise _Invalid("runtime custom needs spec.container.image")
+    if runtime not in BUILTIN_MCP_RUNTIMES and runtime not in settings.mcp_runtimes:
+        known = ", ".join([*BUILTIN_MCP_RUNTIMES, *sorted(settings.mcp_runtimes)])
+        raise _Invalid(
+            f"unknown runtime {runtime!r}; known runtimes: {known} "
+            "(registry entries come from the platform chart's mcpRuntimes value)"
+        )
+    return mcpserver_values(resource, settings)
+
+
+def resolve_model(spec: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """(has a model, the model id when known). MODEL_NAME set with valueFrom is present but unknown."""
+    if spec.get("model"):
+        return True, spec["model"]
+    env = [*((spec.get("config") or {}).get("env") or []), *((spec.get("container") or {}).get("env") or [])]
+    found: tuple[bool, str | None] = (False, None)
+    for entry in env:
+        if entry.get("name") != "MODEL_NAME":
+            continue
+        if entry.get("value"):
+            found = (True, entry["value"])
+        elif entry.get("valueFrom"):
+            found = (True, None)
+    return found
+
+
+def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
+    ref = ref_of(resource)
+    spec = resource.get("spec") or {}
+    access = (spec.get("agentNetwork") or {}).get("access") or []
+    if ref.name in access:
+        raise _Invalid("agentNetwork.access lists the agent itself; remove it")
+    has_model, model = resolve_model(spec)
+    if not has_model:
+        raise _Invalid("no model: set spec.model, or a MODEL_NAME entry in spec.config.env")
+
+    refs = dependencies(resource)
+    modelapi_ref = next(r for r in refs if r.kind == MODELAPI)
+    modelapi = observed.get(modelapi_ref)
+    if modelapi is not None and model is not None:
+        _check_model_admitted(model, modelapi_ref, modelapi)
+    for peer in (r for r in refs if r.kind == AGENT):
+        peer_object = observed.get(peer)
+        if peer_object is not None and not ((peer_object.get("spec") or {}).get("agentNetwork") or {}).get(
+            "expose", True
+        ):
+            raise _Invalid(
+                f"peer {peer.name!r} sets agentNetwork.expose: false, so it cannot be reached; "
+                "expose it or remove it from agentNetwork.access"
+            )
+
+    not_ready = [r for r in refs if not _is_ready(observed.get(r))]
+    reasons = ", ".join(f"{r} ({'not found' if observed.get(r) is None else 'not ready'})" for r in not_ready)
+    if not_ready and spec.get("waitForDependencies", True):
+        return make(WAITING, f"waiting for {reasons}", dependencies_ready=False, not_ready=tuple(not_ready))
+
+    def url(r: Ref) -> str:
+        return endpoint(observed[r], settings, endpoint_of)
+
+    present = [r for r in refs if observed.get(r) is not None]
+    values = agent_values(
+        resource,
+        settings,
+        model_api_url=url(modelapi_ref) if modelapi is not None else "",
+        mcp_servers=[{"name": r.name, "url": url(r)} for r in present if r.kind == MCPSERVER],
+        peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
+    )
+    message = f"deployed without waiting for {reasons}" if not_ready else ""
+    return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))
+
+
+def _check_model_admitted(model: str, modelapi_ref: Ref, modelapi: Mapping[str, Any]) -> None:
+    try:
+        patterns = offered_models(modelapi.get("spec") or {})
+    except ModelConfigError:
+        return  # the ModelAPI itself is Failed; the agent waits for it
+    if patterns and not admitted(patterns, model):
+        raise _Invalid(
+            f"model {model!r} is not offered by ModelAPI {modelapi_ref.name!r}, which supports: "
+            f"{', '.join(patterns)}; set spec.model (or MODEL_NAME) to one of them, "
+            "or add the model to the ModelAPI"
+        )
+
+
+def _is_ready(dependency: Mapping[str, Any] | None) -> bool:
+    return bool(dependency and (dependency.get("status") or {}).get("ready"))

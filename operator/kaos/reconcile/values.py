@@ -1,0 +1,156 @@
+"""Resource -> values of its workload chart (charts/<chart>/values.yaml is the contract)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from kaos.reconcile.refs import MCPSERVER, MODELAPI, ref_of
+
+MEMORY_DEFAULTS = {"enabled": True, "contextLimit": 6, "maxSessions": 1000, "maxSessionEvents": 500}
+
+
+def image_values(reference: str | None, default) -> dict[str, str]:
+    """``repo[:tag]`` (or ``repo@digest``) -> {repository, tag, pullPolicy}; None -> the default."""
+    if not reference:
+        return default.values()
+    repository, tag = reference, ""
+    if "@" in reference:
+        repository, tag = reference.split("@", 1)
+        tag = "@" + tag
+    elif ":" in reference.rsplit("/", 1)[-1]:
+        repository, tag = reference.rsplit(":", 1)
+    return {"repository": repository, "tag": tag or "latest", "pullPolicy": default.pull_policy}
+
+
+def gateway_values(spec: Mapping[str, Any], settings, enabled: bool = True) -> dict[str, Any]:
+    timeout = (spec.get("gatewayRoute") or {}).get("timeout") or settings.gateway_timeout
+    return {
+        "enabled": bool(settings.gateway_enabled and enabled),
+        "parentRef": {"name": settings.gateway_name, "namespace": settings.gateway_parent_namespace},
+        "timeout": timeout,
+    }
+
+
+def network_policy_values(settings) -> dict[str, Any]:
+    return {
+        "enabled": settings.network_policy_enabled,
+        "gatewayNamespaceSelector": dict(settings.gateway_namespace_selector),
+    }
+
+
+def _container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return spec.get("container") or {}
+
+
+def _copy_list(items) -> list:
+    return copy.deepcopy(list(items or []))
+
+
+def agent_values(
+    resource: Mapping[str, Any],
+    settings,
+    model_api_url: str,
+    mcp_servers: list[dict[str, str]],
+    peers: list[dict[str, str]],
+) -> dict[str, Any]:
+    spec = resource.get("spec") or {}
+    config = spec.get("config") or {}
+    container = _container(spec)
+    telemetry = config.get("telemetry") or {}
+    expose = (spec.get("agentNetwork") or {}).get("expose", True)
+    return {
+        "name": ref_of(resource).name,
+        "image": image_values(container.get("image"), settings.runtime_image),
+        "replicas": spec.get("replicas", 1),
+        "description": config.get("description") or "",
+        "instructions": config.get("instructions") or "",
+        "model": spec.get("model") or "",
+        "modelAPI": {"name": spec.get("modelAPI", ""), "url": model_api_url},
+        "reasoningLoopMaxSteps": config.get("reasoningLoopMaxSteps", 5),
+        "mcpServers": mcp_servers,
+        "peers": peers,
+        "memory": {**MEMORY_DEFAULTS, **(config.get("memory") or {})},
+        "telemetry": {
+            "enabled": telemetry.get("enabled", settings.telemetry_enabled),
+            "endpoint": telemetry.get("endpoint") or settings.telemetry_endpoint,
+        },
+        "env": _copy_list(config.get("env")) + _copy_list(container.get("env")),
+        "resources": copy.deepcopy(container.get("resources") or {}),
+        "expose": expose,
+        "gateway": gateway_values(spec, settings, enabled=expose),
+        "networkPolicy": network_policy_values(settings),
+    }
+
+
+def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
+    spec = resource.get("spec") or {}
+    proxy = spec.get("proxyConfig") or {}
+    container = _container(spec)
+    models = list(proxy.get("models") or [])
+    if proxy.get("model") and proxy["model"] not in models:
+        models.append(proxy["model"])
+    api_key = proxy.get("apiKey") or {}
+    hosted_image = settings.ollama_image.values()
+    proxy_image = settings.litellm_image.values()
+    if spec.get("mode") == "Hosted":
+        hosted_image = image_values(container.get("image"), settings.ollama_image)
+    else:
+        proxy_image = image_values(container.get("image"), settings.litellm_image)
+    return {
+        "name": ref_of(resource).name,
+        "mode": spec.get("mode", "Proxy"),
+        "proxy": {
+            "image": proxy_image,
+            "models": models,
+            "provider": proxy.get("provider") or "",
+            "apiBase": proxy.get("apiBase") or "",
+            "apiKey": {
+                "value": api_key.get("value") or "",
+                "secretKeyRef": copy.deepcopy((api_key.get("valueFrom") or {}).get("secretKeyRef") or {}),
+            },
+            "configYaml": (proxy.get("configYaml") or {}).get("fromString") or "",
+        },
+        "hosted": {
+            "image": hosted_image,
+            "model": (spec.get("hostedConfig") or {}).get("model") or "",
+        },
+        "env": _copy_list(container.get("env")),
+        "resources": copy.deepcopy(container.get("resources") or {}),
+        "gateway": gateway_values(spec, settings),
+        "networkPolicy": network_policy_values(settings),
+    }
+
+
+def mcpserver_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
+    spec = resource.get("spec") or {}
+    container = _container(spec)
+    image = {"repository": "", "tag": "", "pullPolicy": "IfNotPresent"}
+    if container.get("image"):
+        image = image_values(container["image"], settings.runtime_image)
+    return {
+        "name": ref_of(resource).name,
+        "runtime": spec.get("runtime", "python-string"),
+        "params": spec.get("params") or "",
+        "url": spec.get("url") or "",
+        "runtimeImage": settings.runtime_image.values(),
+        "image": image,
+        "command": list(container.get("command") or []),
+        "args": list(container.get("args") or []),
+        "registry": copy.deepcopy(dict(settings.mcp_runtimes)),
+        "env": _copy_list(container.get("env")),
+        "resources": copy.deepcopy(container.get("resources") or {}),
+        "serviceAccountName": spec.get("serviceAccountName") or "",
+        "gateway": gateway_values(spec, settings),
+        "networkPolicy": network_policy_values(settings),
+    }
+
+
+def workload_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
+    """Values of a ModelAPI or MCPServer (an Agent's need its resolved dependencies)."""
+    if resource["kind"] == MODELAPI:
+        return modelapi_values(resource, settings)
+    if resource["kind"] == MCPSERVER:
+        return mcpserver_values(resource, settings)
+    raise ValueError(f"no standalone values for kind {resource['kind']}")
+

@@ -1,0 +1,295 @@
+import pytest
+
+from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, Ref, dependencies, plan, resolve_model
+from kaos.settings import Settings
+from tests.reconcile.builders import NS, agent, endpoint_of, mcpserver, modelapi
+
+SETTINGS = Settings()
+
+
+def observed_of(*objects):
+    return {Ref(o["kind"], NS, o["metadata"]["name"]): o for o in objects}
+
+
+def test_dependencies_lists_modelapi_mcpservers_and_peers_once():
+    resource = agent(mcp=["a", "b", "a"], access=["w1", "w2"])
+    assert dependencies(resource) == [
+        Ref(MODELAPI, NS, "llm"),
+        Ref(MCPSERVER, NS, "a"),
+        Ref(MCPSERVER, NS, "b"),
+        Ref(AGENT, NS, "w1"),
+        Ref(AGENT, NS, "w2"),
+    ]
+    assert dependencies(modelapi()) == [] and dependencies(mcpserver()) == []
+
+
+@pytest.mark.parametrize(
+    "spec_model, env, expected",
+    [
+        ("gpt-4o", [{"name": "MODEL_NAME", "value": "other"}], (True, "gpt-4o")),
+        (None, [{"name": "MODEL_NAME", "value": "ollama/smollm2:135m"}], (True, "ollama/smollm2:135m")),
+        (None, [{"name": "MODEL_NAME", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}], (True, None)),
+        (None, [{"name": "OTHER", "value": "x"}], (False, None)),
+        (None, [], (False, None)),
+    ],
+)
+def test_resolve_model(spec_model, env, expected):
+    assert resolve_model(agent(model=spec_model, env=env)["spec"]) == expected
+
+
+@pytest.mark.parametrize(
+    "patterns, model, admitted",
+    [
+        (["*"], "anything/at-all", True),
+        (["ollama/*"], "ollama/smollm2:135m", True),
+        (["ollama/*"], "openai/gpt-4o", False),
+        (["ollama/*"], "ollama/", False),
+        (["gpt-4o", "gpt-4o-mini"], "gpt-4o-mini", True),
+        (["gpt-4o"], "gpt-4o-mini", False),
+    ],
+)
+def test_model_admission_against_proxy_patterns(patterns, model, admitted):
+    result = plan(agent(model=model), observed_of(modelapi(models=patterns)), SETTINGS, endpoint_of)
+    if admitted:
+        assert result.phase == "Deploy", result.message
+    else:
+        assert result.phase == "Failed"
+        assert repr(model) in result.message and ", ".join(patterns) in result.message
+
+
+@pytest.mark.parametrize(
+    "model, admitted",
+    [("smollm2:135m", True), ("ollama/smollm2:135m", True), ("smollm2:360m", False), ("ollama/*", False)],
+)
+def test_hosted_modelapi_admits_its_exact_tag(model, admitted):
+    result = plan(agent(model=model), observed_of(modelapi(mode="Hosted")), SETTINGS, endpoint_of)
+    assert (result.phase == "Deploy") is admitted, result.message
+
+
+def test_model_from_env_is_validated_and_left_to_the_env():
+    resource = agent(model=None, env=[{"name": "MODEL_NAME", "value": "openai/gpt-4o"}])
+    failed = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of)
+    assert failed.phase == "Failed" and "'openai/gpt-4o'" in failed.message and "ollama/*" in failed.message
+
+    resource = agent(model=None, env=[{"name": "MODEL_NAME", "value": "ollama/smollm2:135m"}])
+    deployed = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of)
+    assert deployed.phase == "Deploy"
+    assert deployed.values["model"] == ""
+    assert {"name": "MODEL_NAME", "value": "ollama/smollm2:135m"} in deployed.values["env"]
+
+
+def test_no_model_at_all_is_failed_with_what_to_set():
+    result = plan(agent(model=None), observed_of(modelapi()), SETTINGS, endpoint_of)
+    assert result.phase == "Failed"
+    assert "spec.model" in result.message and "MODEL_NAME" in result.message
+    assert result.values is None
+
+
+@pytest.mark.parametrize(
+    "objects, wait, phase, in_message",
+    [
+        ([], True, "Waiting", ["ModelAPI llm (not found)", "MCPServer tools (not found)", "Agent worker (not found)"]),
+        ([modelapi(ready=False), mcpserver(), agent("worker")], True, "Waiting", ["ModelAPI llm (not ready)"]),
+        ([modelapi(), mcpserver(ready=False), agent("worker")], True, "Waiting", ["MCPServer tools (not ready)"]),
+        ([modelapi(), mcpserver(), agent("worker", ready=False)], True, "Waiting", ["Agent worker (not ready)"]),
+        ([modelapi(), mcpserver(), agent("worker")], True, "Deploy", []),
+        ([modelapi(), agent("worker", ready=False)], False, "Deploy", ["MCPServer tools (not found)", "Agent worker (not ready)"]),
+    ],
+)
+def test_wait_for_dependencies(objects, wait, phase, in_message):
+    resource = agent(mcp=["tools"], access=["worker"], waitForDependencies=wait)
+    result = plan(resource, observed_of(*objects), SETTINGS, endpoint_of)
+    assert result.phase == phase
+    for text in in_message:
+        assert text in result.message
+    assert result.dependencies_ready is (not in_message)
+    assert (result.values is None) is (phase == "Waiting")
+
+
+def test_deploy_without_waiting_uses_urls_of_existing_dependencies_only():
+    resource = agent(mcp=["tools", "gone"], access=["worker", "missing"], waitForDependencies=False)
+    objects = observed_of(modelapi(), mcpserver(ready=False), agent("worker", ready=False))
+    values = plan(resource, objects, SETTINGS, endpoint_of).values
+    assert values["modelAPI"] == {"name": "llm", "url": "http://modelapi-llm.team:8000"}
+    assert values["mcpServers"] == [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"}]
+    assert values["peers"] == [{"name": "worker", "url": "http://agent-worker.team:8000"}]
+
+
+def test_missing_modelapi_without_waiting_deploys_with_empty_url():
+    result = plan(agent(waitForDependencies=False), {}, SETTINGS, endpoint_of)
+    assert result.phase == "Deploy"
+    assert result.values["modelAPI"] == {"name": "llm", "url": ""}
+
+
+def test_external_mcp_server_url_is_the_dependency_url():
+    external = mcpserver(url="https://tools.example.com/mcp", params="")
+    values = plan(agent(mcp=["tools"]), observed_of(modelapi(), external), SETTINGS, endpoint_of).values
+    assert values["mcpServers"] == [{"name": "tools", "url": "https://tools.example.com/mcp"}]
+
+
+def test_agent_values_follow_the_chart_contract():
+    resource = agent(
+        "coord",
+        mcp=["tools"],
+        access=["worker"],
+        env=[{"name": "A", "value": "1"}],
+        container={"image": "registry:5000/me/runtime:dev", "env": [{"name": "B", "value": "2"}],
+                   "resources": {"limits": {"cpu": "1"}}},
+        replicas=2,
+        gatewayRoute={"timeout": "120s"},
+    )
+    resource["spec"]["config"]["memory"] = {"contextLimit": 3}
+    objects = observed_of(modelapi(), mcpserver(), agent("worker"))
+    settings = Settings(gateway_enabled=True, operator_namespace="kaos-system", telemetry_endpoint="http://otel:4317")
+    result = plan(resource, objects, settings, endpoint_of)
+    assert result.chart == "agent" and result.release == "agent-coord"
+    assert result.endpoint == "http://agent-coord.team:8000"
+    assert result.values == {
+        "name": "coord",
+        "image": {"repository": "registry:5000/me/runtime", "tag": "dev", "pullPolicy": "IfNotPresent"},
+        "replicas": 2,
+        "description": "d",
+        "instructions": "i",
+        "model": "ollama/smollm2:135m",
+        "modelAPI": {"name": "llm", "url": "http://modelapi-llm.team:8000"},
+        "reasoningLoopMaxSteps": 5,
+        "mcpServers": [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"}],
+        "peers": [{"name": "worker", "url": "http://agent-worker.team:8000"}],
+        "memory": {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500},
+        "telemetry": {"enabled": False, "endpoint": "http://otel:4317"},
+        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+        "resources": {"limits": {"cpu": "1"}},
+        "expose": True,
+        "gateway": {"enabled": True, "parentRef": {"name": "kaos-gateway", "namespace": "kaos-system"}, "timeout": "120s"},
+        "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
+    }
+
+
+def test_unexposed_agent_has_no_endpoint_and_no_route():
+    resource = agent(agentNetwork={"access": [], "expose": False})
+    result = plan(resource, observed_of(modelapi()), Settings(gateway_enabled=True), endpoint_of)
+    assert result.endpoint == ""
+    assert result.values["expose"] is False and result.values["gateway"]["enabled"] is False
+
+
+@pytest.mark.parametrize(
+    "resource, objects, in_message",
+    [
+        (agent(access=["coord"]), [modelapi()], "lists the agent itself"),
+        (agent(access=["hidden"]), [modelapi(), agent("hidden", agentNetwork={"access": [], "expose": False})], "expose"),
+        (agent("x" * 50), [modelapi()], "too long"),
+    ],
+)
+def test_agent_mistakes_fail_with_an_actionable_message(resource, objects, in_message):
+    result = plan(resource, observed_of(*objects), SETTINGS, endpoint_of)
+    assert result.phase == "Failed" and in_message in result.message
+
+
+CONFIG = """
+model_list:
+  - model_name: gpt-4o
+    litellm_params: {model: openai/gpt-4o}
+"""
+
+
+@pytest.mark.parametrize(
+    "spec, phase, in_message",
+    [
+        ({"mode": "Proxy", "proxyConfig": {"models": ["*"]}}, "Deploy", ""),
+        ({"mode": "Proxy", "proxyConfig": {"model": "gpt-4o"}}, "Deploy", ""),
+        ({"mode": "Proxy", "proxyConfig": {"configYaml": {"fromString": CONFIG}}}, "Deploy", ""),
+        ({"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o"], "configYaml": {"fromString": CONFIG}}}, "Deploy", ""),
+        ({"mode": "Proxy", "proxyConfig": {"models": ["claude"], "configYaml": {"fromString": CONFIG}}}, "Failed", "'gpt-4o' not in proxyConfig.models"),
+        ({"mode": "Proxy", "proxyConfig": {"configYaml": {"fromString": "a: [b"}}}, "Failed", "not valid YAML"),
+        ({"mode": "Proxy", "proxyConfig": {}}, "Failed", "spec.proxyConfig.models"),
+        ({"mode": "Hosted", "hostedConfig": {}}, "Failed", "spec.hostedConfig.model"),
+        ({"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}, "Deploy", ""),
+    ],
+)
+def test_modelapi_validation(spec, phase, in_message):
+    resource = {"kind": "ModelAPI", "metadata": {"name": "llm", "namespace": NS}, "spec": spec}
+    result = plan(resource, {}, SETTINGS, endpoint_of)
+    assert result.phase == phase and in_message in result.message
+    assert result.release == "modelapi-llm"
+
+
+def test_modelapi_values_follow_the_chart_contract():
+    resource = modelapi(
+        models=["ollama/*"],
+        container={"env": [{"name": "X", "value": "1"}]},
+    )
+    resource["spec"]["proxyConfig"].update(
+        model="extra", provider="ollama", apiBase="http://ollama:11434",
+        apiKey={"valueFrom": {"secretKeyRef": {"name": "keys", "key": "ollama"}}},
+    )
+    values = plan(resource, {}, SETTINGS, endpoint_of).values
+    assert values == {
+        "name": "llm",
+        "mode": "Proxy",
+        "proxy": {
+            "image": SETTINGS.litellm_image.values(),
+            "models": ["ollama/*", "extra"],
+            "provider": "ollama",
+            "apiBase": "http://ollama:11434",
+            "apiKey": {"value": "", "secretKeyRef": {"name": "keys", "key": "ollama"}},
+            "configYaml": "",
+        },
+        "hosted": {"image": SETTINGS.ollama_image.values(), "model": ""},
+        "env": [{"name": "X", "value": "1"}],
+        "resources": {},
+        "gateway": {"enabled": False, "parentRef": {"name": "kaos-gateway", "namespace": ""}, "timeout": ""},
+        "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
+    }
+
+
+def test_hosted_modelapi_image_override_and_endpoint_port():
+    from kaos.reconcile import cluster_endpoint_of
+
+    resource = modelapi(mode="Hosted", container={"image": "ollama/ollama:0.13.0"})
+    known = observed_of(resource)
+    result = plan(resource, {}, SETTINGS, cluster_endpoint_of(SETTINGS, known))
+    assert result.values["hosted"]["image"]["tag"] == "0.13.0"
+    assert result.values["hosted"]["model"] == "smollm2:135m"
+    assert result.endpoint == "http://modelapi-llm.team.svc.cluster.local:11434"
+
+
+REGISTRY = {"fetch": {"image": {"repository": "ghcr.io/x/fetch", "tag": "1"}, "port": 9000, "path": "/rpc"}}
+
+
+@pytest.mark.parametrize(
+    "spec, phase, in_message",
+    [
+        ({"runtime": "python-string", "params": "def f(): pass"}, "Deploy", ""),
+        ({"runtime": "python-string"}, "Failed", "spec.params"),
+        ({"runtime": "custom", "container": {"image": "me/mcp:1"}}, "Deploy", ""),
+        ({"runtime": "custom"}, "Failed", "spec.container.image"),
+        ({"runtime": "fetch"}, "Deploy", ""),
+        ({"runtime": "nope"}, "Failed", "known runtimes: python-string, custom, fetch"),
+        ({"runtime": "nope", "url": "http://x/mcp"}, "Deploy", "external"),
+    ],
+)
+def test_mcpserver_validation(spec, phase, in_message):
+    resource = {"kind": "MCPServer", "metadata": {"name": "tools", "namespace": NS}, "spec": spec}
+    result = plan(resource, {}, Settings(mcp_runtimes=REGISTRY), endpoint_of)
+    assert result.phase == phase and in_message in result.message
+
+
+def test_mcpserver_values_and_endpoints():
+    from kaos.reconcile import cluster_endpoint_of
+
+    settings = Settings(mcp_runtimes=REGISTRY)
+    custom = mcpserver(runtime="custom", params="", container={"image": "me/mcp:1", "command": ["srv"], "args": ["--port", "$(PORT)"]},
+                       serviceAccountName="sa")
+    result = plan(custom, {}, settings, endpoint_of)
+    assert result.values["image"] == {"repository": "me/mcp", "tag": "1", "pullPolicy": "IfNotPresent"}
+    assert result.values["command"] == ["srv"] and result.values["args"] == ["--port", "$(PORT)"]
+    assert result.values["registry"] == REGISTRY and result.values["serviceAccountName"] == "sa"
+    assert result.values["runtimeImage"] == settings.runtime_image.values()
+    assert result.endpoint == "http://mcpserver-tools.team:8000/mcp"
+
+    fetch = mcpserver(runtime="fetch", params="")
+    result = plan(fetch, {}, settings, cluster_endpoint_of(settings, observed_of(fetch)))
+    assert result.endpoint == "http://mcpserver-tools.team.svc.cluster.local:9000/rpc"
+
+    external = plan(mcpserver(url="http://elsewhere/mcp"), {}, settings, endpoint_of)
+    assert external.values is None and external.endpoint == "http://elsewhere/mcp"
