@@ -1,0 +1,125 @@
+{{/* Name of the ModelAPI: .Values.name, or the release name when empty. */}}
+{{- define "modelapi.apiName" -}}
+{{- $name := .Values.name | default .Release.Name -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name) -}}
+{{- fail (printf "name: %q is not a DNS-1123 label (lower case letters, digits and '-')" $name) -}}
+{{- end -}}
+{{- if gt (len $name) 54 -}}
+{{- fail (printf "name: %q is longer than 54 characters (modelapi-<name> must fit in 63)" $name) -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
+
+{{/* Objects are called modelapi-<name>. */}}
+{{- define "modelapi.fullname" -}}
+{{- printf "modelapi-%s" (include "modelapi.apiName" .) -}}
+{{- end -}}
+
+{{- define "modelapi.selectorLabels" -}}
+app.kubernetes.io/name: modelapi
+app.kubernetes.io/instance: {{ include "modelapi.fullname" . }}
+kaos.tools/modelapi: {{ include "modelapi.apiName" . }}
+{{- end -}}
+
+{{- define "modelapi.labels" -}}
+{{ include "modelapi.selectorLabels" . }}
+app.kubernetes.io/component: modelapi
+app.kubernetes.io/part-of: kaos
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Port the server listens on: LiteLLM 8000, Ollama 11434. */}}
+{{- define "modelapi.port" -}}
+{{- if eq .Values.mode "Hosted" -}}11434{{- else -}}8000{{- end -}}
+{{- end -}}
+
+{{/* The Secret that holds apiKey.value (the value never appears anywhere else). */}}
+{{- define "modelapi.apiKeySecret" -}}
+{{- printf "%s-api-key" (include "modelapi.fullname" .) -}}
+{{- end -}}
+
+{{/* Whether the provider key is set, by value or by Secret reference. */}}
+{{- define "modelapi.hasApiKey" -}}
+{{- $key := .Values.proxy.apiKey -}}
+{{- if or $key.value $key.secretKeyRef -}}true{{- end -}}
+{{- end -}}
+
+{{/* Env var the LiteLLM config reads the provider key from (os.environ/...). */}}
+{{- define "modelapi.apiKeyEnv" -}}PROVIDER_API_KEY{{- end -}}
+
+{{/* The LiteLLM model behind one offered name: <provider>/<name> unless it already has that prefix. */}}
+{{- define "modelapi.litellmModel" -}}
+{{- $provider := .provider -}}
+{{- if and $provider (not (hasPrefix (printf "%s/" $provider) .model)) -}}
+{{- printf "%s/%s" $provider .model -}}
+{{- else -}}
+{{- .model -}}
+{{- end -}}
+{{- end -}}
+
+{{/* LiteLLM proxy config rendered from models/provider/apiBase, or configYaml verbatim. */}}
+{{- define "modelapi.litellmConfig" -}}
+{{- $p := .Values.proxy -}}
+{{- if $p.configYaml -}}
+{{- $p.configYaml -}}
+{{- else -}}
+{{- $models := $p.models | default (list "*") -}}
+{{- $entries := list -}}
+{{- range $models -}}
+{{- $params := dict "model" (include "modelapi.litellmModel" (dict "provider" $p.provider "model" .)) -}}
+{{- if $p.apiBase -}}
+{{- $_ := set $params "api_base" $p.apiBase -}}
+{{- end -}}
+{{- if include "modelapi.hasApiKey" $ -}}
+{{- $_ := set $params "api_key" (printf "os.environ/%s" (include "modelapi.apiKeyEnv" $)) -}}
+{{- end -}}
+{{- $entries = append $entries (dict "model_name" . "litellm_params" $params) -}}
+{{- end -}}
+{{- toYaml (dict "model_list" $entries "litellm_settings" (dict "drop_params" true)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Env of the server container: the generated variables, then .Values.env; a generated
+variable that the user's env also sets is left out so the user's value wins.
+*/}}
+{{- define "modelapi.env" -}}
+{{- $env := list (dict "name" "HOST" "value" "0.0.0.0") (dict "name" "PORT" "value" (include "modelapi.port" .)) -}}
+{{- if eq .Values.mode "Hosted" -}}
+{{- $env = append $env (dict "name" "OLLAMA_HOST" "value" "$(HOST):$(PORT)") -}}
+{{- $env = append $env (dict "name" "OLLAMA_MODELS" "value" "/models") -}}
+{{- else -}}
+{{- $env = append $env (dict "name" "LITELLM_LOCAL_MODEL_COST_MAP" "value" "True") -}}
+{{- if include "modelapi.hasApiKey" . -}}
+{{- $ref := .Values.proxy.apiKey.secretKeyRef -}}
+{{- if not $ref -}}
+{{- $ref = dict "name" (include "modelapi.apiKeySecret" .) "key" "api-key" -}}
+{{- end -}}
+{{- $env = append $env (dict "name" (include "modelapi.apiKeyEnv" .) "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- end -}}
+{{- end -}}
+{{- $user := dict -}}
+{{- range .Values.env -}}
+{{- $_ := set $user .name true -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range $env -}}
+{{- if not (hasKey $user .name) -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (concat $out .Values.env) -}}
+{{- end -}}
+
+{{/* The namespace the gateway's pods run in, for network policies. */}}
+{{- define "modelapi.gatewayPeer" -}}
+{{- $selector := .Values.networkPolicy.gatewayNamespaceSelector -}}
+{{- if not $selector -}}
+{{- $selector = dict "kubernetes.io/metadata.name" (.Values.gateway.parentRef.namespace | default .Release.Namespace) -}}
+{{- end -}}
+- namespaceSelector:
+    matchLabels:
+      {{- toYaml $selector | nindent 6 }}
+{{- end -}}
