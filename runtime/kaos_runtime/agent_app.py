@@ -1,0 +1,198 @@
+"""The agent's FastAPI service: the HTTP contract of docs/runtime.md.
+
+Handlers take the raw request and return ready-made responses: validation is done by
+`chat_request` (clear 4xx errors), and skipping pydantic models keeps the per-request cost
+low (see docs/runtime.md, "Performance").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from . import openai_format
+from .agent_loop import Agent
+from .agent_loop import Request as AgentRequest
+from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
+from .config import AgentConfig
+from .errors import describe
+from .http import HttpClient
+from .mcp_client import ToolCatalog
+from .memory import Memory, new_session_id
+from .model import ModelClient
+from .peers import DEPTH_HEADER, PeerDirectory
+
+log = logging.getLogger("kaos_runtime.agent")
+
+SESSION_HEADER = "X-Session-ID"
+STARTUP_DISCOVERY_SECONDS = 10.0
+DEFAULT_EVENTS_LIMIT = 100
+
+
+def _json(payload, status: int = 200, headers: dict | None = None) -> Response:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def agent_card(config: AgentConfig, url: str, skills: list[dict]) -> dict:
+    capabilities = ["message_processing", "task_execution"]
+    if config.mcp_servers:
+        capabilities.append("tool_execution")
+    if config.peers:
+        capabilities.append("task_delegation")
+    return {
+        "name": config.name,
+        "description": config.description,
+        "url": url,
+        "skills": skills,
+        "capabilities": capabilities,
+    }
+
+
+class Runtime:
+    """Everything one agent process holds: memory, model client, tools, peers, readiness."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.http = HttpClient()
+        self.memory = Memory(config.memory)
+        self.model = ModelClient(config)
+        self.tools = ToolCatalog(config.mcp_servers, config.tool_timeout)
+        self.peers = PeerDirectory(config.peers, self.http, config.peer_timeout)
+        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers)
+        self.ready = False
+        self.waiting_for = ["startup"]
+        self._startup: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._startup = asyncio.create_task(self._prepare())
+
+    async def _prepare(self) -> None:
+        """Attempt discovery once (bounded), load litellm if asked; then report ready."""
+        self.waiting_for = ["tool and peer discovery"]
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(self.tools.discover(), self.peers.fetch_cards()), STARTUP_DISCOVERY_SECONDS
+            )
+        except Exception as error:
+            log.warning("startup discovery incomplete (will retry lazily): %s", describe(error))
+        if self.config.model_preload:
+            self.waiting_for = ["model client"]
+            try:
+                await self.model.load()
+            except Exception as error:
+                log.error("%s", error)
+        self.waiting_for = []
+        self.ready = True
+        log.info("agent %s ready", self.config.name)
+
+    async def stop(self) -> None:
+        if self._startup is not None:
+            self._startup.cancel()
+        await self.tools.close()
+        await self.model.close()
+        await self.http.close()
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadRequest(413, f"request body larger than {limit} bytes (MAX_REQUEST_BODY_BYTES)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BadRequest(413, f"request body larger than {limit} bytes (MAX_REQUEST_BODY_BYTES)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(config: AgentConfig) -> FastAPI:
+    runtime = Runtime(config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        runtime.start()
+        yield
+        await runtime.stop()
+
+    app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.runtime = runtime
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(_: Request, error: BadRequest) -> Response:
+        return _json({"detail": error.detail}, error.status)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, error: Exception) -> Response:
+        log.exception("unexpected error")
+        return _json({"detail": f"internal error: {describe(error)}"}, 500)
+
+    @app.get("/health")
+    async def health() -> Response:
+        return _json({"status": "healthy", "name": config.name, "timestamp": int(time.time())})
+
+    @app.get("/ready")
+    async def ready() -> Response:
+        if not runtime.ready:
+            return _json({"status": "starting", "name": config.name, "waiting_for": runtime.waiting_for}, 503)
+        return _json({
+            "status": "ready",
+            "name": config.name,
+            "model_client_loaded": runtime.model.loaded,
+            "tools_discovered": runtime.tools.complete,
+            "peers_discovered": runtime.peers.complete,
+        })
+
+    async def card(request: Request) -> Response:
+        await runtime.tools.refresh_if_incomplete()
+        return _json(agent_card(config, str(request.base_url).rstrip("/"), runtime.tools.skills()))
+
+    app.add_api_route("/.well-known/agent", card, methods=["GET"])
+    app.add_api_route("/.well-known/agent.json", card, methods=["GET"])
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        return _json({"object": "list", "data": [
+            {"id": config.name, "object": "model", "created": int(time.time()), "owned_by": "kaos"}
+        ]})
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
+        body = parse_chat_body(await _read_body(request, config.max_body_bytes))
+        depth = parse_depth(request.headers.get(DEPTH_HEADER))
+        given = request.headers.get(SESSION_HEADER) or body.session_id
+        session_id = given or new_session_id()
+        content = await runtime.agent.run(
+            AgentRequest(messages=body.messages, session_id=session_id, depth=depth, continued=given is not None)
+        )
+        headers = {SESSION_HEADER: session_id}
+        model = body.model or config.name
+        if body.stream:
+            return StreamingResponse(iter(openai_format.stream_events(model, content)),
+                                     media_type="text/event-stream", headers=headers)
+        return _json(openai_format.completion(model, content, session_id), headers=headers)
+
+    @app.get("/memory/events")
+    async def memory_events(request: Request) -> Response:
+        query = request.query_params
+        limit = parse_limit(query.get("limit"))
+        events, total = runtime.memory.events(
+            limit=DEFAULT_EVENTS_LIMIT if limit is None else limit,
+            session_id=query.get("session_id") or None,
+            event_type=query.get("event_type") or None,
+        )
+        return _json({"agent": config.name, "events": events, "total": total})
+
+    @app.get("/memory/sessions")
+    async def memory_sessions() -> Response:
+        sessions = runtime.memory.sessions()
+        return _json({"agent": config.name, "sessions": sessions, "total": len(sessions)})
+
+    return app

@@ -1,0 +1,103 @@
+"""Validation of a /v1/chat/completions body (pure functions; errors are 4xx, never 500)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+ROLES = ("system", "user", "assistant", "tool", "developer", "task-delegation")
+PROMPT_ROLES = ("user", "task-delegation")
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class ChatBody:
+    messages: list[dict]
+    stream: bool
+    model: str | None
+    session_id: str | None
+
+
+def _text(content, index: int) -> str:
+    """Message content: a string, or OpenAI content parts whose text parts are joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or not isinstance(part.get("text", ""), str):
+                raise BadRequest(400, f"messages[{index}].content parts must be objects with a text field")
+            if part.get("type", "text") == "text":
+                texts.append(part.get("text", ""))
+        return "".join(texts)
+    if content is None:
+        return ""
+    raise BadRequest(400, f"messages[{index}].content must be a string or a list of content parts")
+
+
+def parse_chat_body(raw: bytes) -> ChatBody:
+    try:
+        payload = json.loads(raw)
+    except ValueError as error:
+        raise BadRequest(400, f"malformed JSON body: {error}") from None
+    if not isinstance(payload, dict):
+        raise BadRequest(400, "the body must be a JSON object")
+    messages = payload.get("messages")
+    if messages is None:
+        raise BadRequest(400, "messages is required")
+    if not isinstance(messages, list):
+        raise BadRequest(400, "messages must be a list")
+    if not messages:
+        raise BadRequest(400, "messages must not be empty")
+    clean = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise BadRequest(400, f"messages[{index}] must be an object")
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise BadRequest(400, f"messages[{index}].role must be one of {', '.join(ROLES)}")
+        clean.append({"role": role, "content": _text(message.get("content"), index)})
+    if not any(message["role"] in PROMPT_ROLES for message in clean):
+        raise BadRequest(400, "messages must contain a user message")
+    stream = payload.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        raise BadRequest(400, "stream must be a boolean")
+    model = payload.get("model")
+    if model is not None and not isinstance(model, str):
+        raise BadRequest(400, "model must be a string")
+    session_id = payload.get("session_id")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        raise BadRequest(400, "session_id must be a non-empty string")
+    return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id)
+
+
+def parse_depth(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return 0
+    try:
+        depth = int(raw)
+    except ValueError:
+        raise BadRequest(400, "X-KAOS-Delegation-Depth must be a non-negative integer") from None
+    if depth < 0:
+        raise BadRequest(400, "X-KAOS-Delegation-Depth must be a non-negative integer")
+    return depth
+
+
+def parse_limit(raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise BadRequest(400, "limit must be a non-negative integer") from None
+    if limit < 0:
+        raise BadRequest(400, "limit must be a non-negative integer")
+    return limit

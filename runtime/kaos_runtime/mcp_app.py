@@ -1,0 +1,36 @@
+"""`kaos-runtime mcp`: the python-string MCP server (streamable HTTP) with a /health route."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from .mcp_tools import load_tools
+
+log = logging.getLogger("kaos_runtime.mcp_server")
+
+
+def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    tools = load_tools(source)
+    server = MCPServer(name, log_level=log_level if log_level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "INFO")
+    for tool in tools:
+        server.add_tool(tool)
+    names = [tool.__name__ for tool in tools]
+    log.info("serving tools %s at %s", names, path)
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "healthy", "name": name, "tools": names})
+
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        stateless_http=True,
+        json_response=True,
+        # Agents reach the server by its Service name or through the gateway, not only as localhost.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )

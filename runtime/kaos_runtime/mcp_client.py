@@ -1,0 +1,167 @@
+"""Tools on MCP servers (streamable HTTP, official `mcp` SDK): discovery and calls.
+
+Opening an MCP client costs tens of milliseconds, so each server gets one long-lived
+session, held open by a background task and shared by all requests; a failed call drops it
+and the next call reconnects (servers may restart or start after the agent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from .config import McpServer
+from .errors import describe
+
+log = logging.getLogger("kaos_runtime.mcp")
+
+RETRY_INTERVAL_SECONDS = 2.0
+
+
+class ToolError(Exception):
+    """A tool could not be run; the message says why."""
+
+
+def result_text(result) -> str:
+    """The text of a CallToolResult: its text parts, else its structured content."""
+    texts = [getattr(part, "text", None) for part in result.content or []]
+    texts = [text for text in texts if text is not None]
+    if texts:
+        return "\n".join(texts)
+    if getattr(result, "structured_content", None) is not None:
+        return str(result.structured_content)
+    return ""
+
+
+class McpConnection:
+    def __init__(self, server: McpServer, timeout: float) -> None:
+        self.server = server
+        self.timeout = timeout or None
+        self._client = None
+        self._stop: asyncio.Event | None = None
+        self._lock = asyncio.Lock()
+
+    async def _connected(self):
+        async with self._lock:
+            if self._client is None:
+                await self._connect()
+            return self._client
+
+    async def _connect(self) -> None:
+        ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+        asyncio.create_task(self._hold(ready, stop))
+        try:
+            self._client = await asyncio.wait_for(asyncio.shield(ready), self.timeout)
+        except BaseException:
+            stop.set()
+            raise
+        self._stop = stop
+
+    async def _hold(self, ready: asyncio.Future, stop: asyncio.Event) -> None:
+        from mcp import Client
+
+        client = None
+        try:
+            async with Client(self.server.url, read_timeout_seconds=self.timeout) as client:
+                if not ready.done():
+                    ready.set_result(client)
+                await stop.wait()
+        except BaseException as error:  # anyio wraps failures in exception groups
+            if not ready.done():
+                ready.set_exception(ToolError(describe(error)))
+            else:
+                log.debug("MCP session to %s ended: %s", self.server.url, describe(error))
+        finally:
+            if self._client is client:
+                self._client = None
+
+    def drop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        self._client = None
+        self._stop = None
+
+    async def _request(self, call):
+        """Run `call(client)`, reconnecting once if the held session has gone bad."""
+        for attempt in (1, 2):
+            try:
+                client = await self._connected()
+                return await asyncio.wait_for(call(client), self.timeout)
+            except Exception as error:
+                self.drop()
+                if attempt == 2:
+                    raise ToolError(f"MCP server {self.server.name} ({self.server.url}): {describe(error)}") from error
+
+    async def list_tools(self) -> list[dict]:
+        result = await self._request(lambda client: client.list_tools())
+        return [
+            {"name": tool.name, "description": tool.description or "", "inputSchema": tool.input_schema or {}}
+            for tool in result.tools
+        ]
+
+    async def call_tool(self, name: str, arguments: dict) -> tuple[str, bool]:
+        result = await self._request(lambda client: client.call_tool(name, arguments))
+        return result_text(result), bool(result.is_error)
+
+
+class ToolCatalog:
+    """The tools of every configured MCP server, discovered at startup and again lazily."""
+
+    def __init__(self, servers: tuple[McpServer, ...], timeout: float) -> None:
+        self.connections = {server.name: McpConnection(server, timeout) for server in servers}
+        self._tools: dict[str, dict] = {}
+        self._owner: dict[str, str] = {}
+        self._discovered: set[str] = set()
+        self._last_attempt = 0.0
+        self._discovering: asyncio.Task | None = None
+
+    @property
+    def complete(self) -> bool:
+        return len(self._discovered) == len(self.connections)
+
+    def skills(self) -> list[dict]:
+        return list(self._tools.values())
+
+    async def discover(self) -> None:
+        """List tools on every server not yet discovered (single flight)."""
+        if self._discovering is None or self._discovering.done():
+            self._discovering = asyncio.create_task(self._discover())
+        await asyncio.shield(self._discovering)
+
+    async def _discover(self) -> None:
+        self._last_attempt = time.monotonic()
+        pending = [name for name in self.connections if name not in self._discovered]
+        results = await asyncio.gather(
+            *(self.connections[name].list_tools() for name in pending), return_exceptions=True
+        )
+        for name, result in zip(pending, results):
+            if isinstance(result, BaseException):
+                log.warning("tool discovery on %s failed: %s", name, describe(result))
+                continue
+            self._discovered.add(name)
+            for tool in result:
+                self._tools[tool["name"]] = tool
+                self._owner[tool["name"]] = name
+            log.info("MCP server %s offers %s", name, [tool["name"] for tool in result])
+
+    async def refresh_if_incomplete(self) -> None:
+        if not self.complete and time.monotonic() - self._last_attempt >= RETRY_INTERVAL_SECONDS:
+            await self.discover()
+
+    async def call(self, tool: str, arguments: dict) -> str:
+        if tool not in self._owner:
+            await self.refresh_if_incomplete()
+        server = self._owner.get(tool)
+        if server is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            raise ToolError(f"unknown tool {tool!r} (available tools: {known})")
+        text, is_error = await self.connections[server].call_tool(tool, arguments)
+        if is_error:
+            raise ToolError(f"tool {tool!r} reported an error: {text}")
+        return text
+
+    async def close(self) -> None:
+        for connection in self.connections.values():
+            connection.drop()
