@@ -105,3 +105,12 @@ is left out, so the user's value wins and the list has no duplicate names.
     matchLabels:
       {{- toYaml $selector | nindent 6 }}
 {{- end -}}
+
+{{/* repository:tag, repository@digest when the tag is "@sha256:...", or the repository alone. */}}
+{{- define "agent.imageRef" -}}
+{{- $tag := toString (.tag | default "") -}}
+{{- if hasPrefix "@" $tag -}}{{ printf "%s%s" .repository $tag }}
+{{- else if $tag -}}{{ printf "%s:%s" .repository $tag }}
+{{- else -}}{{ .repository }}
+{{- end -}}
+{{- end -}}

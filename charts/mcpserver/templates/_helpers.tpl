@@ -30,9 +30,13 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
-{{/* repository:tag, or the repository alone when there is no tag. */}}
+{{/* repository:tag, repository@digest when the tag is "@sha256:...", or the repository alone. */}}
 {{- define "mcpserver.imageRef" -}}
-{{- if .tag -}}{{ printf "%s:%s" .repository (toString .tag) }}{{- else -}}{{ .repository }}{{- end -}}
+{{- $tag := toString (.tag | default "") -}}
+{{- if hasPrefix "@" $tag -}}{{ printf "%s%s" .repository $tag }}
+{{- else if $tag -}}{{ printf "%s:%s" .repository $tag }}
+{{- else -}}{{ .repository }}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -44,7 +48,7 @@ set here (image, command, args) override a registry entry.
 {{- $v := .Values -}}
 {{- $c := dict "command" $v.command "args" $v.args "env" list "port" $v.service.port "path" $v.path "healthPath" "" "pullPolicy" $v.image.pullPolicy -}}
 {{- if eq $v.runtime "python-string" -}}
-{{- $_ := set $c "image" (printf "%s:%s" $v.runtimeImage.repository ($v.runtimeImage.tag | default .Chart.AppVersion)) -}}
+{{- $_ := set $c "image" (include "mcpserver.imageRef" (dict "repository" $v.runtimeImage.repository "tag" ($v.runtimeImage.tag | default .Chart.AppVersion))) -}}
 {{- $_ := set $c "pullPolicy" $v.runtimeImage.pullPolicy -}}
 {{- $_ := set $c "command" (list "kaos-runtime" "mcp") -}}
 {{- $_ := set $c "env" (list (dict "name" "MCP_TOOLS_STRING" "value" $v.params)) -}}

@@ -123,3 +123,12 @@ variable that the user's env also sets is left out so the user's value wins.
     matchLabels:
       {{- toYaml $selector | nindent 6 }}
 {{- end -}}
+
+{{/* repository:tag, repository@digest when the tag is "@sha256:...", or the repository alone. */}}
+{{- define "modelapi.imageRef" -}}
+{{- $tag := toString (.tag | default "") -}}
+{{- if hasPrefix "@" $tag -}}{{ printf "%s%s" .repository $tag }}
+{{- else if $tag -}}{{ printf "%s:%s" .repository $tag }}
+{{- else -}}{{ .repository }}
+{{- end -}}
+{{- end -}}
