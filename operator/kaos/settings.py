@@ -62,6 +62,11 @@ class Settings:
     log_level: str = "INFO"
     health_port: int = 8080
     operator_namespace: str = ""
+    # Operator tuning, not published by the platform chart: how often each resource's kopf
+    # timer compares its dependencies and Deployment with what it last wrote, and the first
+    # delay before retrying a failed helm command (doubling up to 5 minutes).
+    resync_seconds: float = 1.0
+    helm_retry_seconds: float = 5.0
 
     @property
     def gateway_parent_namespace(self) -> str:
@@ -100,6 +105,8 @@ class Settings:
             log_level=reader.str("KAOS_LOG_LEVEL", base.log_level).upper(),
             health_port=reader.int("KAOS_HEALTH_PORT", base.health_port),
             operator_namespace=reader.str("KAOS_OPERATOR_NAMESPACE", base.operator_namespace),
+            resync_seconds=reader.float("KAOS_RESYNC_SECONDS", base.resync_seconds),
+            helm_retry_seconds=reader.float("KAOS_HELM_RETRY_SECONDS", base.helm_retry_seconds),
         )
 
 
@@ -136,6 +143,18 @@ class _EnvReader:
             return int(value)
         except ValueError:
             raise ValueError(f"{name}={value!r}: expected an integer") from None
+
+    def float(self, name: str, default: float) -> float:
+        value = self._raw(name)
+        if value is None:
+            return default
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{name}={value!r}: expected a number") from None
+        if number <= 0:
+            raise ValueError(f"{name}={value!r}: expected a positive number")
+        return number
 
     def list(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
         value = self._raw(name)

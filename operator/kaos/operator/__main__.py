@@ -1,0 +1,35 @@
+"""``python -m kaos.operator`` / ``kaos-operator``: run the operator with settings from KAOS_* env."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import kopf
+
+from kaos.settings import Settings
+
+
+def main() -> int:
+    try:
+        settings = Settings.from_env()
+    except ValueError as error:
+        print(f"kaos-operator: invalid settings: {error}", file=sys.stderr)
+        return 2
+    kopf.configure(log_format=kopf.LogFormat.JSON, verbose=settings.log_level == "DEBUG")
+    logging.getLogger().setLevel(settings.log_level)
+
+    import kaos.operator.handlers  # noqa: F401  (registers the handlers)
+
+    namespaces = list(settings.watch_namespaces)
+    kopf.run(
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

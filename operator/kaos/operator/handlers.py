@@ -1,0 +1,117 @@
+"""kopf handlers for Agent, ModelAPI and MCPServer (kaos.tools/v1alpha1).
+
+- indices keep the last seen state of every KAOS resource and the replica counts of the
+  Deployments the workload charts create;
+- create/update/resume reconcile at once (helm upgrade --install) and retry helm failures
+  with backoff; delete runs helm uninstall behind the finalizer;
+- a timer per resource re-plans from the indices and acts only on a difference, so a
+  dependent follows its ModelAPI, MCP servers and peers (whatever the order of creation)
+  and status follows the Deployment.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import kopf
+
+from kaos.helm import HelmBackend, HelmError
+from kaos.operator.backoff import Backoff
+from kaos.operator.reconciler import OperatorState, reconcile, uninstall
+from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts, resource_key
+from kaos.reconcile import AGENT, MCPSERVER, MODELAPI
+from kaos.settings import Settings
+
+GROUP, VERSION = "kaos.tools", "v1alpha1"
+PLURALS = {AGENT: "agents", MODELAPI: "modelapis", MCPSERVER: "mcpservers"}
+FINALIZER = "kaos.tools/finalizer"
+
+# Replaced by tests to record helm calls instead of running against a cluster.
+backend_factory = HelmBackend
+
+
+def _resync_seconds() -> float:
+    try:
+        return Settings.from_env().resync_seconds
+    except ValueError:
+        return Settings().resync_seconds
+
+
+class QuietTimers(logging.Filter):
+    """Drop kopf's "Timer ... succeeded." line (and its k8s Event) for every resync tick."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Timer ") and message.endswith(" succeeded."))
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> None:
+    try:
+        kaos_settings = Settings.from_env()
+    except ValueError as error:
+        raise kopf.PermanentError(f"invalid operator settings: {error}") from None
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    logging.getLogger("kopf.objects").addFilter(QuietTimers())
+    memo.kaos = OperatorState(
+        settings=kaos_settings,
+        backend=backend_factory(kaos_settings),
+        backoff=Backoff(base=kaos_settings.helm_retry_seconds),
+    )
+    logger.info(
+        f"KAOS operator: charts in {kaos_settings.charts_dir}, "
+        f"watching {', '.join(kaos_settings.watch_namespaces) or 'all namespaces'}"
+    )
+
+
+def _index_of(kind: str):
+    def index(body, **_):
+        return {resource_key({**body, "kind": kind}): plain(body)}
+
+    return index
+
+
+agent_index = kopf.index(GROUP, VERSION, PLURALS[AGENT], id="agent_index")(_index_of(AGENT))
+modelapi_index = kopf.index(GROUP, VERSION, PLURALS[MODELAPI], id="modelapi_index")(_index_of(MODELAPI))
+mcpserver_index = kopf.index(GROUP, VERSION, PLURALS[MCPSERVER], id="mcpserver_index")(_index_of(MCPSERVER))
+
+
+@kopf.index("apps", "v1", "deployments", labels={PART_OF_LABEL: "kaos"})
+def deployment_index(body, **_):
+    key = deployment_key(body)
+    return {key: replica_counts(body)} if key else None
+
+
+def _world(kwargs) -> World:
+    return World(
+        kwargs["agent_index"], kwargs["modelapi_index"], kwargs["mcpserver_index"], kwargs["deployment_index"]
+    )
+
+
+async def on_change(body, patch, memo, logger, **kwargs) -> None:
+    failure = await reconcile(body, world=_world(kwargs), state=memo.kaos, patch=patch, logger=logger, force=True)
+    if failure is not None:
+        raise kopf.TemporaryError(failure.describe(), delay=failure.delay)
+
+
+async def on_resync(body, patch, memo, logger, **kwargs) -> None:
+    if body.get("metadata", {}).get("deletionTimestamp"):
+        return
+    await reconcile(body, world=_world(kwargs), state=memo.kaos, patch=patch, logger=logger, force=False)
+
+
+async def on_delete(body, memo, logger, **_) -> None:
+    try:
+        await uninstall(body, state=memo.kaos, logger=logger)
+    except HelmError as error:
+        raise kopf.TemporaryError(f"helm uninstall failed: {error}", delay=memo.kaos.settings.helm_retry_seconds)
+
+
+for _plural in PLURALS.values():
+    kopf.on.resume(GROUP, VERSION, _plural, id="reconcile")(on_change)
+    kopf.on.create(GROUP, VERSION, _plural, id="reconcile")(on_change)
+    kopf.on.update(GROUP, VERSION, _plural, id="reconcile")(on_change)
+    kopf.on.delete(GROUP, VERSION, _plural, id="uninstall")(on_delete)
+    kopf.timer(GROUP, VERSION, _plural, id="resync", interval=_resync_seconds())(on_resync)

@@ -1,0 +1,159 @@
+"""One reconcile of one resource: plan with the core, converge its Helm release, write status.
+
+Called by the kopf change handlers (force=True: always run helm) and by each resource's
+resync timer (force=False: run helm only when the chart values changed since the last
+successful run, and not before the backoff after a helm failure has passed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import copy
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kaos import crds
+from kaos.helm import HelmError
+from kaos.operator.backoff import Backoff
+from kaos.operator.world import World, plain, resource_key
+from kaos.reconcile import (
+    CHART_OF,
+    DEPLOY,
+    FAILED,
+    Plan,
+    Ref,
+    cluster_endpoint_of,
+    dependencies,
+    plan,
+    release_name,
+    status,
+)
+from kaos.settings import Settings
+
+_UNSET = object()
+
+
+@dataclass
+class HelmFailure:
+    command: str
+    message: str
+    delay: float
+
+    def describe(self) -> str:
+        return f"helm {self.command} failed: {self.message} (retrying in {self.delay:g}s)"
+
+
+@dataclass
+class OperatorState:
+    """Shared by all handlers (through kopf's memo)."""
+
+    settings: Settings
+    backend: Any  # apply(chart, release, namespace, values) / uninstall(release, namespace)
+    backoff: Backoff
+    applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
+    failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
+    locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
+
+    def forget(self, ref: Ref) -> None:
+        for table in (self.applied, self.failures, self.locks):
+            table.pop(ref, None)
+        self.backoff.succeed(ref)
+
+
+def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
+    """The resource with its CRD defaults, and its plan against what the world holds now."""
+    ref = resource_key(resource)
+    try:
+        resource = crds.validate(dict(resource), settings.charts_dir / "kaos" / "crds")
+    except crds.ValidationError as invalid:
+        release = release_name(ref.kind, ref.name)
+        return dict(resource), Plan(FAILED, str(invalid), CHART_OF[ref.kind], release, None, "")
+    observed = {dependency: world.get(dependency) for dependency in dependencies(resource)}
+    known = {**observed, ref: resource}
+    return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
+
+
+async def reconcile(body, *, world: World, state: OperatorState, patch, logger, force: bool) -> HelmFailure | None:
+    """Returns the helm failure, if any, after writing it to status (the caller decides to retry)."""
+    resource = plain(body)
+    ref = resource_key(resource)
+    async with state.locks[ref]:
+        resource, current = plan_for(resource, world, state.settings)
+        failure = None
+        if current.phase == DEPLOY:
+            failure = await _converge(ref, current, state, logger, force)
+        ready_replicas, replicas = world.replicas(ref)
+        desired = status(resource, current, ready_replicas, replicas)
+        if failure is not None:
+            desired = _with_helm_failure(desired, failure)
+        _patch_status(resource.get("status") or {}, desired, patch)
+        return failure
+
+
+async def uninstall(body, *, state: OperatorState, logger) -> None:
+    ref = resource_key(body)
+    async with state.locks[ref]:
+        await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
+        logger.info(f"uninstalled release {release_name(ref.kind, ref.name)}")
+    state.forget(ref)
+
+
+async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force: bool) -> HelmFailure | None:
+    values = current.values
+    if not force:
+        if state.applied.get(ref, _UNSET) == values:
+            return None
+        if state.backoff.blocked(ref):
+            return state.failures.get(ref)
+    command = f"upgrade --install {current.release}" if values is not None else f"uninstall {current.release}"
+    try:
+        if values is None:
+            await state.backend.uninstall(current.release, ref.namespace)
+        else:
+            revision = await state.backend.apply(current.chart, current.release, ref.namespace, values)
+            logger.info(f"release {current.release} applied (revision {revision})")
+    except HelmError as error:
+        failure = HelmFailure(command, str(error), state.backoff.fail(ref))
+        state.failures[ref] = failure
+        state.applied.pop(ref, None)
+        logger.warning(failure.describe())
+        return failure
+    state.applied[ref] = copy.deepcopy(values)
+    state.failures.pop(ref, None)
+    state.backoff.succeed(ref)
+    return None
+
+
+def _with_helm_failure(desired: dict, failure: HelmFailure) -> dict:
+    message = failure.describe()
+    conditions = [
+        {**condition, "status": "False", "reason": "HelmFailed", "message": message}
+        if condition["type"] == "Ready"
+        else condition
+        for condition in desired["conditions"]
+    ]
+    return {**desired, "phase": FAILED, "ready": False, "message": message, "conditions": conditions}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
+    """Keep a condition's lastTransitionTime while its status stays the same."""
+    before = {c.get("type"): c for c in previous.get("conditions") or []}
+    conditions = []
+    for condition in desired["conditions"]:
+        old = before.get(condition["type"]) or {}
+        same = old.get("status") == condition["status"] and old.get("lastTransitionTime")
+        conditions.append({**condition, "lastTransitionTime": old["lastTransitionTime"] if same else _now()})
+    return {**desired, "conditions": conditions}
+
+
+def _patch_status(previous: Mapping[str, Any], desired: dict, patch) -> None:
+    desired = _with_transition_times(previous, desired)
+    for key, value in desired.items():
+        if previous.get(key) != value:
+            patch.status[key] = value

@@ -1,0 +1,66 @@
+"""What the operator knows of the cluster: kopf's in-memory indices of the three kinds and of
+the Deployments the workload charts create."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from kaos.reconcile import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
+
+KIND_OF_CHART = {chart: kind for kind, chart in CHART_OF.items()}
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+CHART_LABEL = "app.kubernetes.io/name"
+
+
+def plain(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A detached plain-dict copy of a kopf body (kopf's views follow the live object)."""
+    return copy.deepcopy({key: body[key] for key in body})
+
+
+def resource_key(body: Mapping[str, Any]) -> Ref:
+    metadata = body["metadata"]
+    return Ref(body["kind"], metadata.get("namespace") or "default", metadata["name"])
+
+
+def deployment_key(body: Mapping[str, Any]) -> Ref | None:
+    """The KAOS resource a Deployment belongs to, from the labels the workload charts set."""
+    metadata = body.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    chart = labels.get(CHART_LABEL)
+    kind = KIND_OF_CHART.get(chart)
+    name = labels.get(f"kaos.tools/{chart}")
+    if kind is None or not name:
+        return None
+    return Ref(kind, metadata.get("namespace") or "default", name)
+
+
+def replica_counts(body: Mapping[str, Any]) -> tuple[int, int]:
+    """(readyReplicas, replicas) from a Deployment's status."""
+    status = body.get("status") or {}
+    return int(status.get("readyReplicas") or 0), int(status.get("replicas") or 0)
+
+
+class World:
+    """Read access to kopf's indices, keyed by Ref."""
+
+    def __init__(self, agents, modelapis, mcpservers, deployments):
+        self._by_kind = {AGENT: agents, MODELAPI: modelapis, MCPSERVER: mcpservers}
+        self._deployments = deployments
+
+    @staticmethod
+    def _one(index, key):
+        store = index.get(key) if index is not None else None
+        return next(iter(store), None) if store else None
+
+    def get(self, ref: Ref) -> dict[str, Any] | None:
+        """The resource as last seen, or None when it does not exist (or is being deleted)."""
+        found = self._one(self._by_kind.get(ref.kind), ref)
+        if found is None or (found.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        return found
+
+    def replicas(self, ref: Ref) -> tuple[int | None, int | None]:
+        """(readyReplicas, replicas) of the resource's Deployment; (None, None) when not seen."""
+        counts = self._one(self._deployments, ref)
+        return counts if counts is not None else (None, None)
