@@ -1,0 +1,315 @@
+"""The `kaos` command: run and use the local control plane (`kaos up`, apply, get, chat, ...)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+from kaos.local import display
+from kaos.local.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
+from kaos.local.controlplane import ApplyError, validate_documents
+from kaos.local.gateway import gateway_path
+from kaos.local.manifests import KIND_ALIASES, ManifestError, load_manifests
+from kaos.local.server import PortInUse, check_port_free
+from kaos.local.state import kaos_home, read_state
+
+UP_TIMEOUT = 600.0
+
+
+class UsageError(Exception):
+    pass
+
+
+def _documents(paths: list[str]) -> list[tuple[dict, str]]:
+    documents = load_manifests(paths)
+    validate_documents(documents)
+    return documents
+
+
+def _client() -> Client:
+    return Client.from_home(kaos_home())
+
+
+def _gateway() -> str:
+    return _client().url
+
+
+# kaos up
+
+
+def cmd_up(args) -> int:
+    home = kaos_home()
+    state = read_state(home)
+    if state is not None:
+        raise UsageError(
+            f"a control plane is already running on port {state.port} (KAOS_HOME={home}); "
+            "use `kaos apply -f ...`, or `kaos down` first"
+        )
+    documents = _documents(args.file) if args.file else []
+    check_port_free(args.port)
+    if args.detach:
+        return _up_detached(home, args.port, documents)
+    return _up_foreground(home, args.port, documents)
+
+
+def _up_detached(home: Path, port: int, documents) -> int:
+    state = spawn_control_plane(home, port)
+    client = Client(state.url)
+    print(f"control plane started (pid {state.pid}) on {state.url}; logs in {home / 'logs'}")
+    if documents:
+        for result in client.apply(documents):
+            print(f"{result['kind']} {result['namespace']}/{result['name']} {result['result']}")
+    seen: dict[tuple, str] = {}
+
+    def all_settled():
+        resources = client.resources()
+        for resource in resources:
+            key = (resource["kind"], resource["metadata"]["namespace"], resource["metadata"]["name"])
+            line = display.progress_line(resource)
+            if seen.get(key) != line:
+                seen[key] = line
+                print(line, flush=True)
+        return resources if display.settled(resources) else None
+
+    resources = wait_until(all_settled, UP_TIMEOUT, interval=0.2, what="every resource to be Ready or Failed")
+    print()
+    print(display.summary(resources, state.url))
+    failed = [r for r in resources if r["status"].get("phase") == "Failed"]
+    for resource in failed:
+        print(f"error: {resource['kind']} {resource['metadata']['name']} failed: {resource['status'].get('message')}",
+              file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _up_foreground(home: Path, port: int, documents) -> int:
+    from kaos.local.server import serve
+    from kaos.settings import Settings
+
+    gateway = f"http://127.0.0.1:{port}"
+    printed_summary = False
+
+    def on_change(ref, resource) -> None:
+        nonlocal printed_summary
+        if resource is None:
+            print(f"{ref.kind} {ref.namespace}/{ref.name}: deleted", flush=True)
+            return
+        print(display.progress_line(resource), flush=True)
+        everything = control.list()
+        if not printed_summary and display.settled(everything):
+            printed_summary = True
+            print("\n" + display.summary(everything, gateway) + "\n\nPress Ctrl-C to stop everything.", flush=True)
+
+    control = None
+
+    def ready(started) -> None:
+        nonlocal control
+        control = started
+        print(f"control plane and gateway on {gateway} (KAOS_HOME={home})", flush=True)
+
+    asyncio.run(serve(home, port, Settings.from_env(), documents, listener=on_change, ready=ready))
+    print("stopped: every process the control plane started is gone")
+    return 0
+
+
+# apply / delete / get / logs / chat / down
+
+
+def cmd_apply(args) -> int:
+    client = _client()
+    for result in client.apply(_documents(args.file)):
+        print(f"{result['kind']} {result['namespace']}/{result['name']} {result['result']}")
+    return 0
+
+
+def cmd_delete(args) -> int:
+    client = _client()
+    if args.file:
+        targets = [(d["kind"], (d.get("metadata") or {}).get("namespace") or "default", d["metadata"]["name"])
+                   for d, _ in load_manifests(args.file)]
+    elif args.kind and args.name:
+        kind = KIND_ALIASES.get(args.kind.lower())
+        if kind is None:
+            raise UsageError(f"unknown kind {args.kind!r}; use agent, modelapi or mcpserver")
+        targets = [(kind, args.namespace, args.name)]
+    else:
+        raise UsageError("give -f PATH, or a kind and a name: kaos delete agent NAME")
+    for kind, namespace, name in targets:
+        client.delete(kind, name, namespace)
+        print(f"{kind} {namespace}/{name} deleted")
+    return 0
+
+
+def cmd_get(args) -> int:
+    kind = KIND_ALIASES.get(args.kind.lower())
+    if kind is None:
+        raise UsageError(f"unknown resource type {args.kind!r}; use agents, modelapis or mcpservers")
+    resources = _client().resources(kind, None if args.all_namespaces else args.namespace)
+    if args.output == "json":
+        print(json.dumps({"items": resources}, indent=2))
+    elif args.output == "yaml":
+        print(yaml.safe_dump({"items": resources}, sort_keys=False), end="")
+    else:
+        print(display.table(resources, show_namespace=args.all_namespaces))
+    return 0
+
+
+def _deployment_of(client: Client, name: str, namespace: str) -> dict:
+    rows = [d for d in client.deployments() if d["namespace"] == namespace and name in (d["resource"], d["name"])]
+    if not rows:
+        raise UsageError(f"no running workload named {name!r} in namespace {namespace!r} (see `kaos get`)")
+    if len(rows) > 1:
+        choices = ", ".join(r["name"] for r in rows)
+        raise UsageError(f"{name!r} is ambiguous in namespace {namespace!r}; use one of: {choices}")
+    return rows[0]
+
+
+def cmd_logs(args) -> int:
+    path = Path(_deployment_of(_client(), args.name, args.namespace)["log"])
+    with open(path, "rb") as log:
+        sys.stdout.buffer.write(log.read())
+        sys.stdout.flush()
+        while args.follow:
+            chunk = log.read()
+            if chunk:
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+            else:
+                time.sleep(0.2)
+    return 0
+
+
+def cmd_chat(args) -> int:
+    url = _gateway() + gateway_path(args.namespace, "Agent", args.agent) + "/v1/chat/completions"
+    messages: list[dict] = []
+    with httpx.Client(timeout=httpx.Timeout(300.0, connect=5.0)) as http:
+        if args.message:
+            messages.append({"role": "user", "content": args.message})
+            _chat_turn(http, url, args, messages)
+            return 0
+        print(f"chatting with {args.agent} (empty line or Ctrl-D to quit)")
+        while True:
+            try:
+                text = input("> ").strip()
+            except EOFError:
+                print()
+                return 0
+            if not text:
+                return 0
+            messages.append({"role": "user", "content": text})
+            _chat_turn(http, url, args, messages)
+
+
+def _chat_turn(http: httpx.Client, url: str, args, messages: list[dict]) -> None:
+    body = {"model": args.agent, "messages": messages, "stream": args.stream}
+    if args.stream:
+        parts = []
+        with http.stream("POST", url, json=body) as response:
+            _check_chat(response, args)
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                delta = json.loads(line[6:])["choices"][0].get("delta", {}).get("content") or ""
+                parts.append(delta)
+                print(delta, end="", flush=True)
+        print()
+        messages.append({"role": "assistant", "content": "".join(parts)})
+    else:
+        response = http.post(url, json=body)
+        _check_chat(response, args)
+        content = response.json()["choices"][0]["message"]["content"]
+        print(content)
+        messages.append({"role": "assistant", "content": content})
+
+
+def _check_chat(response: httpx.Response, args) -> None:
+    if response.status_code == 200:
+        return
+    response.read()
+    try:
+        detail = response.json().get("detail") or response.json().get("error")
+    except ValueError:
+        detail = response.text
+    if response.status_code == 404:
+        raise UsageError(f"agent {args.agent!r} not found in namespace {args.namespace!r}: {detail}")
+    raise UsageError(f"agent {args.agent!r} answered {response.status_code}: {detail}")
+
+
+def cmd_down(args) -> int:
+    if stop_control_plane(kaos_home()):
+        print("stopped the control plane and every process it started")
+    else:
+        print("no control plane is running")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="kaos", description="Run KAOS agents, model APIs and MCP servers locally.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", help="start the local control plane and gateway, and apply manifests")
+    up.add_argument("-f", "--file", action="append", default=[], help="manifest file or folder (repeatable)")
+    up.add_argument("--port", type=int, default=8080, help="gateway port on 127.0.0.1 (default 8080)")
+    up.add_argument("--detach", "-d", action="store_true", help="run in the background; return once all are Ready or Failed")
+    up.set_defaults(run=cmd_up)
+
+    apply = commands.add_parser("apply", help="create or update resources from manifests")
+    apply.add_argument("-f", "--file", action="append", required=True)
+    apply.set_defaults(run=cmd_apply)
+
+    delete = commands.add_parser("delete", help="delete resources: -f PATH, or KIND NAME")
+    delete.add_argument("kind", nargs="?", help="agent, modelapi or mcpserver")
+    delete.add_argument("name", nargs="?")
+    delete.add_argument("-f", "--file", action="append")
+    delete.add_argument("-n", "--namespace", default="default")
+    delete.set_defaults(run=cmd_delete)
+
+    get = commands.add_parser("get", help="list agents, modelapis or mcpservers")
+    get.add_argument("kind", help="agents, modelapis or mcpservers")
+    get.add_argument("-n", "--namespace", default="default")
+    get.add_argument("-A", "--all-namespaces", action="store_true")
+    get.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    get.set_defaults(run=cmd_get)
+
+    logs = commands.add_parser("logs", help="print a workload's log")
+    logs.add_argument("name", help="resource name (or agent-NAME, modelapi-NAME, mcpserver-NAME)")
+    logs.add_argument("-n", "--namespace", default="default")
+    logs.add_argument("-f", "--follow", action="store_true")
+    logs.set_defaults(run=cmd_logs)
+
+    chat = commands.add_parser("chat", help="talk to an agent through the gateway")
+    chat.add_argument("agent")
+    chat.add_argument("message", nargs="?", help="one message; without it, an interactive chat")
+    chat.add_argument("-n", "--namespace", default="default")
+    chat.add_argument("--stream", action="store_true")
+    chat.set_defaults(run=cmd_chat)
+
+    down = commands.add_parser("down", help="stop the control plane and every process it started")
+    down.set_defaults(run=cmd_down)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except (UsageError, ControlPlaneError, ManifestError, ApplyError, PortInUse, TimeoutError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except httpx.HTTPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+

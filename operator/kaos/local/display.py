@@ -1,0 +1,94 @@
+"""What the CLI prints: tables, progress lines and the "try it" summary (pure functions)."""
+
+from __future__ import annotations
+
+from kaos.local.gateway import gateway_path
+
+KIND_COLUMN = {"Agent": "MODEL", "ModelAPI": "MODELS", "MCPServer": "RUNTIME"}
+
+
+def agent_model(spec: dict) -> str:
+    if spec.get("model"):
+        return spec["model"]
+    env = [*((spec.get("config") or {}).get("env") or []), *((spec.get("container") or {}).get("env") or [])]
+    values = [e.get("value") for e in env if e.get("name") == "MODEL_NAME" and e.get("value")]
+    return values[-1] if values else ""
+
+
+def model_column(resource: dict) -> str:
+    spec = resource.get("spec") or {}
+    kind = resource.get("kind")
+    if kind == "Agent":
+        return agent_model(spec)
+    if kind == "ModelAPI":
+        if spec.get("mode") == "Hosted":
+            return (spec.get("hostedConfig") or {}).get("model", "")
+        proxy = spec.get("proxyConfig") or {}
+        models = proxy.get("models") or ([proxy["model"]] if proxy.get("model") else [])
+        return ",".join(models)
+    return (spec.get("url") and "external") or spec.get("runtime", "")
+
+
+def table(resources: list[dict], show_namespace: bool = False) -> str:
+    """A kubectl-like table of one kind: NAME, MODEL, READY, PHASE, ENDPOINT."""
+    if not resources:
+        return "No resources found."
+    kind = resources[0].get("kind")
+    header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
+    rows = [header]
+    for resource in resources:
+        status = resource.get("status") or {}
+        metadata = resource.get("metadata") or {}
+        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row += [
+            metadata.get("name", ""),
+            model_column(resource) or "-",
+            "true" if status.get("ready") else "false",
+            status.get("phase") or "Pending",
+            status.get("endpoint") or "-",
+        ]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def progress_line(resource: dict) -> str:
+    metadata = resource.get("metadata") or {}
+    status = resource.get("status") or {}
+    message = status.get("message") or ""
+    line = f"{resource.get('kind')} {metadata.get('namespace')}/{metadata.get('name')}: {status.get('phase', 'Pending')}"
+    return f"{line} ({message})" if message and status.get("phase") != "Ready" else line
+
+
+def settled(resources: list[dict]) -> bool:
+    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed") for r in resources)
+
+
+def suggested_agent(resources: list[dict]) -> dict | None:
+    """The agent to chat with first: one that delegates to others, else the first Ready agent."""
+    agents = [r for r in resources if r.get("kind") == "Agent" and (r.get("status") or {}).get("ready")]
+    delegating = [a for a in agents if ((a.get("spec") or {}).get("agentNetwork") or {}).get("access")]
+    return (delegating or agents or [None])[0]
+
+
+def summary(resources: list[dict], gateway: str) -> str:
+    """The URLs of every resource through the gateway and a `kaos chat` line to try."""
+    lines = [f"Gateway: {gateway}"]
+    for resource in resources:
+        metadata = resource["metadata"]
+        status = resource.get("status") or {}
+        path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
+        if resource["kind"] == "MCPServer" and not (resource.get("spec") or {}).get("url"):
+            path += "/mcp"
+        state = status.get("phase", "Pending")
+        detail = f"  {status.get('message')}" if state == "Failed" and status.get("message") else ""
+        lines.append(f"  {resource['kind']:<9} {metadata['name']:<20} {state:<8} {gateway}{path}{detail}")
+    agent = suggested_agent(resources)
+    if agent is not None:
+        namespace = agent["metadata"]["namespace"]
+        flag = "" if namespace == "default" else f" -n {namespace}"
+        lines.append("")
+        lines.append("Try:")
+        lines.append(f"  kaos chat {agent['metadata']['name']}{flag} \"Hello! What can you do?\"")
+        lines.append(f"  curl {gateway}{gateway_path(namespace, 'Agent', agent['metadata']['name'])}/.well-known/agent")
+    return "\n".join(lines)

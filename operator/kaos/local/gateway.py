@@ -1,0 +1,152 @@
+"""The local gateway: the cluster's HTTPRoute layout on 127.0.0.1, as a raw ASGI app.
+
+``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>`` goes to the workload's loopback port
+with the prefix replaced by ``/``; bodies stream through chunk by chunk (SSE included).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Awaitable, Callable, NamedTuple
+
+import httpx
+
+SEGMENT_KIND = {"agent": "Agent", "modelapi": "ModelAPI", "mcp": "MCPServer"}
+KIND_SEGMENT = {kind: segment for segment, kind in SEGMENT_KIND.items()}
+HOP_BY_HOP = {
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+    b"trailer", b"transfer-encoding", b"upgrade", b"host",
+}
+DEFAULT_TIMEOUT = 300.0
+
+
+class Route(NamedTuple):
+    namespace: str
+    kind: str
+    name: str
+    path: str  # what the backend sees: the rest of the path, starting with "/"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a route goes, or why it cannot: ``port`` None with ``status`` 404/503."""
+
+    port: int | None
+    status: int = 200
+    message: str = ""
+    timeout: float | None = DEFAULT_TIMEOUT
+
+
+def parse_route(path: str) -> Route | None:
+    """Split a gateway path; None when it is not ``/<ns>/<agent|modelapi|mcp>/<name>[/...]``."""
+    parts = path.split("/", 4)
+    if len(parts) < 4 or parts[0] != "" or parts[2] not in SEGMENT_KIND or not parts[1] or not parts[3]:
+        return None
+    rest = "/" + parts[4] if len(parts) == 5 else "/"
+    return Route(parts[1], SEGMENT_KIND[parts[2]], parts[3], rest)
+
+
+def gateway_path(namespace: str, kind: str, name: str) -> str:
+    return f"/{namespace}/{KIND_SEGMENT[kind]}/{name}"
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def route_timeout(text: str | None) -> float | None:
+    """gatewayRoute.timeout as seconds: "" -> the default, "0s" -> no timeout."""
+    if not text:
+        return DEFAULT_TIMEOUT
+    total = 0.0
+    for part in re.findall(r"\d+(?:\.\d+)?(?:ms|s|m|h)", text):
+        number, unit = _DURATION.match(part).groups()
+        total += float(number) * _UNIT[unit]
+    return None if total == 0 else total
+
+
+async def send_json(send, status: int, payload: dict) -> None:
+    body = json.dumps(payload).encode()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+class Gateway:
+    """ASGI app; ``backend_of(route)`` says where a route goes (from the control plane's state)."""
+
+    def __init__(self, backend_of: Callable[[Route], Backend]):
+        self.backend_of = backend_of
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=5.0),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        route = parse_route(scope["path"])
+        if route is None:
+            await send_json(send, 404, {"error": "not found", "path": scope["path"],
+                                        "detail": "gateway paths are /<namespace>/<agent|modelapi|mcp>/<name>/..."})
+            return
+        backend = self.backend_of(route)
+        if backend.port is None:
+            await send_json(send, backend.status, {"error": "not found" if backend.status == 404 else "unavailable",
+                                                   "detail": backend.message})
+            return
+        await self._proxy(scope, receive, send, route, backend)
+
+    async def _proxy(self, scope, receive, send, route: Route, backend: Backend) -> None:
+        body = await read_body(receive)
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP]
+        query = scope.get("query_string") or b""
+        url = f"http://127.0.0.1:{backend.port}{route.path}" + (f"?{query.decode('latin-1')}" if query else "")
+        request = self.client.build_request(
+            scope["method"], url, headers=headers, content=body,
+            timeout=httpx.Timeout(backend.timeout, connect=5.0),
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.ConnectError:
+            await send_json(send, 503, {"error": "unavailable", "detail": f"{route.kind} {route.name} is not running"})
+            return
+        except httpx.TimeoutException:
+            await send_json(send, 504, {"error": "timeout", "detail": f"{route.kind} {route.name} did not answer in time"})
+            return
+        try:
+            await send({
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP],
+            })
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except httpx.HTTPError:
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+
+AsgiApp = Callable[[dict, Callable, Callable], Awaitable[None]]

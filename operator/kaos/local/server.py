@@ -1,0 +1,185 @@
+"""One process on 127.0.0.1:PORT: the gateway and, under /_kaos/, the admin API the CLI uses.
+
+``/_kaos`` cannot be a namespace (namespaces are DNS labels), so the two never collide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Callable
+
+import uvicorn
+
+from kaos.local.containers import LOOPBACK
+from kaos.local.controlplane import ApplyError, ControlPlane, validate_documents
+from kaos.local.gateway import Gateway, read_body, send_json
+from kaos.local.manifests import KIND_ALIASES
+from kaos.local.state import State, clear_state, write_state
+from kaos.reconcile import Ref
+
+ADMIN_PREFIX = "/_kaos/"
+log = logging.getLogger("kaos.local")
+
+
+class PortInUse(OSError):
+    pass
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            raise PortInUse(f"port {port} on {LOOPBACK} is in use; choose another with --port") from None
+
+
+def ensure_helm_on_path(charts_dir: Path) -> None:
+    """A clone set up by scripts/setup keeps helm in .tools/bin; use it when PATH has none."""
+    tools = Path(charts_dir).resolve().parent / ".tools" / "bin"
+    if shutil.which("helm") is None and (tools / "helm").exists():
+        os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+class App:
+    """ASGI entry: admin API under /_kaos/, everything else through the gateway."""
+
+    def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None]):
+        self.control = control
+        self.port = port
+        self.shutdown = shutdown
+        self.gateway = Gateway(control.backend_of)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path.startswith(ADMIN_PREFIX):
+            await self._admin(scope, receive, send, path[len(ADMIN_PREFIX):])
+        else:
+            await self.gateway(scope, receive, send)
+
+    async def _admin(self, scope, receive, send, action: str) -> None:
+        method = scope["method"]
+        query = dict(
+            part.split("=", 1) for part in (scope.get("query_string") or b"").decode().split("&") if "=" in part
+        )
+        try:
+            body = json.loads(await read_body(receive) or b"{}") if method == "POST" else {}
+        except json.JSONDecodeError:
+            await send_json(send, 400, {"error": "the body is not JSON"})
+            return
+        status, payload = await self._handle(method, action, query, body)
+        await send_json(send, status, payload)
+
+    async def _handle(self, method: str, action: str, query: dict, body: dict) -> tuple[int, dict]:
+        control = self.control
+        if (method, action) == ("GET", "health"):
+            return 200, {"status": "ok", "pid": os.getpid(), "port": self.port}
+        if (method, action) == ("POST", "apply"):
+            documents = [(item.get("manifest"), item.get("source") or "<request>") for item in body.get("documents", [])]
+            try:
+                return 200, {"results": control.apply(documents)}
+            except ApplyError as error:
+                return 422, {"error": str(error)}
+        if (method, action) == ("POST", "delete"):
+            kind = KIND_ALIASES.get(str(body.get("kind", "")).lower(), body.get("kind"))
+            ref = Ref(kind, body.get("namespace") or "default", body.get("name", ""))
+            if control.delete(ref):
+                return 200, {"deleted": resource_summary_of(ref)}
+            return 404, {"error": f"{kind} {ref.name!r} not found in namespace {ref.namespace!r}"}
+        if (method, action) == ("GET", "resources"):
+            kind = KIND_ALIASES.get(query.get("kind", "").lower()) if query.get("kind") else None
+            return 200, {"items": control.list(kind, query.get("namespace") or None)}
+        if (method, action) == ("GET", "deployments"):
+            return 200, {"items": control.deployments()}
+        if (method, action) == ("POST", "down"):
+            asyncio.get_running_loop().call_soon(self.shutdown)
+            return 202, {"status": "stopping"}
+        return 404, {"error": f"unknown admin call {method} {ADMIN_PREFIX}{action}"}
+
+
+def resource_summary_of(ref: Ref) -> dict:
+    return {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+
+
+async def _lifespan(receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the control plane stops its processes first."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+async def serve(
+    home: Path,
+    port: int,
+    settings,
+    documents: list[tuple[dict, str]] | None = None,
+    listener: Callable | None = None,
+    ready: Callable[[ControlPlane], None] | None = None,
+) -> None:
+    """Run the control plane until SIGINT/SIGTERM or POST /_kaos/down; stops every process it started."""
+    check_port_free(port)
+    ensure_helm_on_path(settings.charts_dir)
+    home.mkdir(parents=True, exist_ok=True)
+    control = ControlPlane(home, settings)
+    if listener is not None:
+        control.listeners.append(listener)
+    if documents:
+        validate_documents(documents)  # refuse bad manifests before anything starts
+    server: _Server | None = None
+
+    def shutdown() -> None:
+        if server is not None:
+            server.should_exit = True
+
+    app = App(control, port, shutdown)
+    server = _Server(uvicorn.Config(
+        app, host=LOOPBACK, port=port, log_level="warning", access_log=False,
+        lifespan="off", timeout_keep_alive=30, http="httptools", loop="asyncio",
+    ))
+    control.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, shutdown)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+                raise PortInUse(f"the control plane could not listen on {LOOPBACK}:{port}")
+            await asyncio.sleep(0.02)
+        write_state(home, State(pid=os.getpid(), port=port, started=time.time()))
+        if documents:
+            control.apply(documents)
+        if ready is not None:
+            ready(control)
+        await serving
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await control.stop()
+        await app.gateway.aclose()
+        clear_state(home)
