@@ -1,0 +1,138 @@
+"""Pure parts of the runtime: config, blocks, request validation, memory, tool loading."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaos_runtime.agent_app import agent_card
+from kaos_runtime.blocks import BadBlock, Delegation, ToolCall, find_action
+from kaos_runtime.chat_request import BadRequest, parse_chat_body, parse_depth
+from kaos_runtime.config import ConfigError, MemoryConfig, env_key, load_agent_config, peer_base_url
+from kaos_runtime.mcp_tools import ToolsSourceError, load_tools
+from kaos_runtime.memory import Memory
+from kaos_runtime.model import openai_base_url
+from kaos_runtime.prompts import system_prompt
+
+
+def test_peer_and_mcp_env_names():
+    config = load_agent_config({
+        "PEER_AGENTS": "loop-worker-del, other",
+        "PEER_AGENT_LOOP_WORKER_DEL_CARD_URL": "http://w:8000/.well-known/agent",
+        "PEER_AGENT_OTHER_CARD_URL": "http://o:8000/.well-known/agent.json",
+        "MCP_SERVERS": "tools",
+        "MCP_SERVER_TOOLS_URL": "http://t:8000/mcp",
+    })
+    assert [(p.name, p.base_url) for p in config.peers] == [("loop-worker-del", "http://w:8000"), ("other", "http://o:8000")]
+    assert config.mcp_servers[0].url == "http://t:8000/mcp"
+    assert env_key("a-b.c") == "A_B_C"
+    assert peer_base_url("http://x/ns/agent/w/.well-known/agent/") == "http://x/ns/agent/w"
+
+
+@pytest.mark.parametrize("env, variable", [
+    ({"PEER_AGENTS": "w"}, "PEER_AGENT_W_CARD_URL"),
+    ({"MCP_SERVERS": "t"}, "MCP_SERVER_T_URL"),
+    ({"AGENTIC_LOOP_MAX_STEPS": "many"}, "AGENTIC_LOOP_MAX_STEPS"),
+    ({"AGENTIC_LOOP_MAX_STEPS": "0"}, "AGENTIC_LOOP_MAX_STEPS"),
+    ({"MEMORY_ENABLED": "maybe"}, "MEMORY_ENABLED"),
+    ({"DEBUG_MOCK_RESPONSES": "[not json"}, "DEBUG_MOCK_RESPONSES"),
+    ({"DEBUG_MOCK_RESPONSES": '{"a": 1}'}, "DEBUG_MOCK_RESPONSES"),
+    ({"MAX_REQUEST_BODY_BYTES": "-1"}, "MAX_REQUEST_BODY_BYTES"),
+    ({"MODEL_CLIENT": "other"}, "MODEL_CLIENT"),
+])
+def test_config_errors_name_the_variable(env, variable):
+    with pytest.raises(ConfigError, match=variable):
+        load_agent_config(env)
+
+
+def test_defaults():
+    config = load_agent_config({})
+    assert (config.max_steps, config.memory, config.mock_responses) == (5, MemoryConfig(), None)
+    assert openai_base_url("http://m:8000/") == "http://m:8000/v1"
+    assert openai_base_url("http://m:8000/v1") == "http://m:8000/v1"
+
+
+def test_find_action():
+    assert find_action("plain answer") is None
+    assert find_action('x\n```tool_call\n{"tool": "echo", "arguments": {"m": "hi\\nthere"}}\n```') == \
+        ToolCall("echo", {"m": "hi\nthere"})
+    assert find_action('```delegate\n{"agent": "w", "task": "Process task 42"}\n```') == \
+        Delegation("w", "Process task 42")
+    assert isinstance(find_action("```delegate\n{nope}\n```"), BadBlock)
+    assert isinstance(find_action('```delegate\n{"agent": "w"}\n```'), BadBlock)
+    assert isinstance(find_action('```tool_call\n{"tool": "t", "arguments": []}\n```'), BadBlock)
+    assert find_action("```python\nprint(1)\n```") is None
+
+
+@pytest.mark.parametrize("raw, detail", [
+    (b"{", "malformed JSON"),
+    (b"[]", "JSON object"),
+    (b"{}", "messages is required"),
+    (b'{"messages": []}', "must not be empty"),
+    (b'{"messages": "hi"}', "must be a list"),
+    (b'{"messages": [1]}', "must be an object"),
+    (b'{"messages": [{"role": "wizard", "content": "x"}]}', "role"),
+    (b'{"messages": [{"role": "user", "content": 5}]}', "content"),
+    (b'{"messages": [{"role": "system", "content": "x"}]}', "user message"),
+    (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "stream"),
+    (b'{"messages": [{"role": "user", "content": "x"}], "session_id": 3}', "session_id"),
+])
+def test_bad_chat_bodies(raw, detail):
+    with pytest.raises(BadRequest, match=detail) as caught:
+        parse_chat_body(raw)
+    assert caught.value.status == 400
+
+
+def test_chat_body_accepts_content_parts_and_delegations():
+    body = parse_chat_body(b'{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, '
+                           b'{"type": "text", "text": "b"}]}, {"role": "task-delegation", "content": "t"}]}')
+    assert body.messages == [{"role": "user", "content": "ab"}, {"role": "task-delegation", "content": "t"}]
+    assert parse_depth(None) == 0 and parse_depth("2") == 2
+    with pytest.raises(BadRequest):
+        parse_depth("-1")
+
+
+def test_memory_bounds_filters_and_total():
+    memory = Memory(MemoryConfig(max_sessions=2, max_session_events=3))
+    for index in range(5):
+        memory.record("s1", "user_message", f"m{index}")
+    memory.record("s2", "agent_response", "a")
+    events, total = memory.events(session_id="s1")
+    assert [e["content"] for e in events] == ["m2", "m3", "m4"] and total == 3
+    memory.record("s3", "user_message", "x")
+    assert memory.sessions() == ["s2", "s3"]
+    events, total = memory.events(limit=1)
+    assert total == 2 and events[0]["content"] == "x"
+    assert memory.events(event_type="agent_response")[1] == 1
+    assert memory.events(limit=0) == ([], 2)
+
+
+def test_memory_disabled_records_nothing():
+    memory = Memory(MemoryConfig(enabled=False))
+    memory.record("s", "user_message", "x")
+    assert memory.events() == ([], 0) and memory.sessions() == []
+
+
+def test_load_tools_keeps_helpers_and_imports_visible():
+    tools = load_tools("import math\nfrom os.path import join\n"
+                       "def _twice(x):\n    return 2 * x\n"
+                       "def root(value: float) -> float:\n    \"\"\"Twice the root.\"\"\"\n    return _twice(math.sqrt(value))\n")
+    assert [tool.__name__ for tool in tools] == ["root"]
+    assert tools[0](16) == 8
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def ok():\n    return 1\ndef broken(:\n    pass\n", "line 3"),
+    ("x = 1\nraise RuntimeError('nope')\n", "line 2"),
+])
+def test_load_tools_errors_name_the_line(source, message):
+    with pytest.raises(ToolsSourceError, match=message):
+        load_tools(source)
+
+
+def test_card_capabilities_and_prompt():
+    config = load_agent_config({"AGENT_NAME": "c", "PEER_AGENTS": "w", "PEER_AGENT_W_CARD_URL": "http://w/.well-known/agent"})
+    card = agent_card(config, "http://c", [])
+    assert card["capabilities"] == ["message_processing", "task_execution", "task_delegation"]
+    prompt = system_prompt("Be brief.", [{"name": "echo", "description": "Echo", "inputSchema": {}}],
+                           [{"name": "w", "description": "Worker"}])
+    assert "Be brief." in prompt and "```tool_call" in prompt and "- w: Worker" in prompt

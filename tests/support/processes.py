@@ -1,0 +1,77 @@
+"""Start real processes on free loopback ports and wait (bounded) until they answer."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Service:
+    """A started process and the base URL it listens on."""
+
+    name: str
+    process: subprocess.Popen
+    url: str
+    log_path: str
+    env: dict = field(default_factory=dict)
+
+    def log(self) -> str:
+        with open(self.log_path, errors="replace") as handle:
+            return handle.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+def spawn(name: str, args: list[str], env: dict, log_dir: str, port: int | None = None) -> Service:
+    """Run `python <args>` with HOST=127.0.0.1 and a free PORT, output to a log file."""
+    port = port or free_port()
+    full_env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                **{key: str(value) for key, value in env.items()}}
+    log_path = os.path.join(log_dir, f"{name}-{port}.log")
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([sys.executable, *args], env=full_env, stdout=log, stderr=subprocess.STDOUT)
+    return Service(name=name, process=process, url=f"http://127.0.0.1:{port}", log_path=log_path, env=env)
+
+
+def wait_until_ok(service: Service, path: str = "/health", timeout: float = 30.0) -> None:
+    """Poll `path` until it answers 200; fail with the process log if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if service.process.poll() is not None:
+            raise RuntimeError(f"{service.name} exited with {service.process.returncode}:\n{service.log()}")
+        try:
+            if httpx.get(service.url + path, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    service.stop()
+    raise TimeoutError(f"{service.name} did not answer 200 on {path} within {timeout}s:\n{service.log()}")
+
+
+def wait_for_exit(service: Service, timeout: float = 30.0) -> int:
+    try:
+        return service.process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        service.stop()
+        raise
