@@ -1,0 +1,120 @@
+"""What `ct lint --config ct.yaml` checks, without ct: helm lint --strict per ci/ values file
+(Helm 4 and Helm 3), yamllint, the Chart.yaml schema (yamale) and the chart versions."""
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yamale
+import yaml
+
+from tests.charts.rendering import ALL_CHARTS, CHARTS, ROOT, ci_values_files, helm3, helm4, run_helm
+
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+CASES = [(chart, path) for chart in ALL_CHARTS for path in ci_values_files(chart)]
+
+
+def chart_yaml(chart: str) -> dict:
+    return yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())
+
+
+def test_ct_yaml_configures_the_charts_folder_and_its_lint_files():
+    config = yaml.safe_load((ROOT / "ct.yaml").read_text())
+    assert config["chart-dirs"] == ["charts"]
+    assert (ROOT / config["lint-conf"]).is_file()
+    assert (ROOT / config["chart-yaml-schema"]).is_file()
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_every_chart_has_ci_values_files(chart):
+    assert len(ci_values_files(chart)) >= 2, f"charts/{chart}/ci needs several values files"
+
+
+@pytest.mark.parametrize("version", ["helm4", "helm3"])
+@pytest.mark.parametrize("chart,values", CASES, ids=[f"{c}-{p.stem}" for c, p in CASES])
+def test_helm_lint_strict(chart, values, version):
+    helm = helm4() if version == "helm4" else helm3()
+    result = run_helm(["lint", "--strict", str(CHARTS / chart), "-f", str(values)], helm)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_helm_lint_strict_with_the_default_values(chart):
+    result = run_helm(["lint", "--strict", str(CHARTS / chart)])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_yamllint_passes_on_chart_files_values_ci_files_and_crds():
+    files = [str(p) for chart in ALL_CHARTS for p in [CHARTS / chart / "Chart.yaml", CHARTS / chart / "values.yaml",
+                                                      *ci_values_files(chart)]]
+    files += [str(p) for p in (CHARTS / "kaos" / "crds").glob("*.yaml")] + [str(ROOT / "ct.yaml")]
+    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(CHARTS / "lintconf.yaml"), *files],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_yamllint_config_catches_a_bad_file(tmp_path):
+    bad = tmp_path / "values.yaml"
+    bad.write_text("a:  1\nb: yes\nb: 2\n")
+    result = subprocess.run([sys.executable, "-m", "yamllint", "-c", str(CHARTS / "lintconf.yaml"), str(bad)],
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "duplication of key" in result.stdout
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_chart_yaml_matches_the_yamale_schema(chart):
+    schema = yamale.make_schema(str(CHARTS / "chart_schema.yaml"))
+    yamale.validate(schema, yamale.make_data(str(CHARTS / chart / "Chart.yaml")))
+
+
+def test_the_yamale_schema_rejects_a_bad_chart_yaml(tmp_path):
+    bad = tmp_path / "Chart.yaml"
+    bad.write_text("apiVersion: v1\nname: Agent\nversion: one\n")
+    schema = yamale.make_schema(str(CHARTS / "chart_schema.yaml"))
+    with pytest.raises(yamale.YamaleError) as error:
+        yamale.validate(schema, yamale.make_data(str(bad)))
+    assert "apiVersion" in str(error.value) and "version" in str(error.value)
+
+
+@pytest.mark.parametrize("chart", ALL_CHARTS)
+def test_chart_versions_are_semver_and_app_version_is_the_package_version(chart):
+    meta = chart_yaml(chart)
+    package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert meta["name"] == chart
+    assert SEMVER.match(meta["version"]), meta["version"]
+    assert meta["appVersion"] == package
+
+
+def test_default_image_tags_follow_the_app_version():
+    app = chart_yaml("kaos")["appVersion"]
+    for chart, key in [("agent", "image"), ("mcpserver", "runtimeImage")]:
+        values = yaml.safe_load((CHARTS / chart / "values.yaml").read_text())
+        assert values[key]["tag"] in ("", app), f"charts/{chart} {key}.tag should be {app}"
+    platform = yaml.safe_load((CHARTS / "kaos" / "values.yaml").read_text())
+    assert platform["images"]["runtime"]["tag"] in ("", app)
+    assert platform["operator"]["image"]["tag"] in ("", app)
+    modelapi = yaml.safe_load((CHARTS / "modelapi" / "values.yaml").read_text())
+    assert modelapi["proxy"]["image"] == {k: v for k, v in platform["images"]["litellm"].items()}
+    assert modelapi["hosted"]["image"] == platform["images"]["ollama"]
+
+
+def test_changed_charts_bump_their_version():
+    """ct's check-version-increment: a chart whose files differ from the last commit on the target
+    branch that changed its version must carry a new version. Without git history it has nothing to compare."""
+    for chart in ALL_CHARTS:
+        last = subprocess.run(["git", "log", "-1", "--format=%H", "-G^version:", "--", f"charts/{chart}/Chart.yaml"],
+                              cwd=ROOT, capture_output=True, text=True)
+        if last.returncode != 0 or not last.stdout.strip():
+            continue
+        old = subprocess.run(["git", "show", f"{last.stdout.strip()}~1:charts/{chart}/Chart.yaml"],
+                             cwd=ROOT, capture_output=True, text=True)
+        if old.returncode == 0:
+            before = yaml.safe_load(old.stdout)["version"]
+            assert _semver_key(chart_yaml(chart)["version"]) > _semver_key(before), f"{chart}: version went backwards"
+
+
+def _semver_key(version: str) -> tuple:
+    return tuple(int(part) for part in SEMVER.match(version).groups()[:3])
