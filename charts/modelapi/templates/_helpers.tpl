@@ -92,6 +92,8 @@ variable that the user's env also sets is left out so the user's value wins.
 {{- $env = append $env (dict "name" "OLLAMA_MODELS" "value" "/models") -}}
 {{- else -}}
 {{- $env = append $env (dict "name" "LITELLM_LOCAL_MODEL_COST_MAP" "value" "True") -}}
+{{- /* Agents call the proxy without a key (the network policy limits who may); LiteLLM refuses to start without a master key unless told so. */ -}}
+{{- $env = append $env (dict "name" "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" "value" "true") -}}
 {{- if include "modelapi.hasApiKey" . -}}
 {{- $ref := .Values.proxy.apiKey.secretKeyRef -}}
 {{- if not $ref -}}
