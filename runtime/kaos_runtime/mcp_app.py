@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 
 from starlette.requests import Request
@@ -12,6 +14,35 @@ from .mcp_tools import load_tools
 log = logging.getLogger("kaos_runtime.mcp_server")
 
 
+def reporting_errors(tool):
+    """The tool, raising the SDK's ToolError for any exception so that the caller sees the
+    message (the SDK hides the text of unexpected exceptions); the signature is kept."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def as_tool_error(error: Exception) -> ToolError:
+        return ToolError(f"{type(error).__name__}: {error}")
+
+    if inspect.iscoroutinefunction(tool):
+        @functools.wraps(tool)
+        async def wrapper(*args, **kwargs):
+            try:
+                return await tool(*args, **kwargs)
+            except ToolError:
+                raise
+            except Exception as error:
+                raise as_tool_error(error) from error
+    else:
+        @functools.wraps(tool)
+        def wrapper(*args, **kwargs):
+            try:
+                return tool(*args, **kwargs)
+            except ToolError:
+                raise
+            except Exception as error:
+                raise as_tool_error(error) from error
+    return wrapper
+
+
 def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
@@ -19,7 +50,7 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
     tools = load_tools(source)
     server = MCPServer(name, log_level=log_level if log_level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "INFO")
     for tool in tools:
-        server.add_tool(tool)
+        server.add_tool(reporting_errors(tool))
     names = [tool.__name__ for tool in tools]
     log.info("serving tools %s at %s", names, path)
 
