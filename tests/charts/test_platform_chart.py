@@ -1,0 +1,168 @@
+"""The platform chart: CRDs, operator Deployment, RBAC, the settings ConfigMap, the Gateway."""
+
+import re
+
+import yaml
+
+from tests.charts.rendering import ROOT, kinds, one, render, render_error
+
+NS = "kaos-system"
+
+
+def platform(values=None, crds=False):
+    return render("kaos", values, namespace=NS, release="kaos", crds=crds)
+
+
+def documented_settings() -> set[str]:
+    text = (ROOT / "docs" / "charts.md").read_text()
+    return set(re.findall(r"^\| `(KAOS_[A-Z_]+)` \|", text, flags=re.M))
+
+
+def test_default_install_renders_operator_rbac_and_settings():
+    assert kinds(platform()) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+                                 "ConfigMap", "Deployment", "ServiceAccount"]
+
+
+def test_settings_configmap_publishes_exactly_the_documented_variables():
+    data = one(platform(), "ConfigMap", "kaos-operator-settings")["data"]
+    assert set(data) == documented_settings()
+    assert data["KAOS_RUNTIME_IMAGE_REPOSITORY"] == "ghcr.io/kaos-tools/kaos-runtime"
+    assert data["KAOS_RUNTIME_IMAGE_TAG"] == "0.1.0", "an empty tag is the appVersion"
+    assert data["KAOS_LITELLM_IMAGE_TAG"] == "main-v1.106.2"
+    assert data["KAOS_GATEWAY_NAMESPACE"] == NS
+    assert (data["KAOS_GATEWAY_ENABLED"], data["KAOS_NETWORK_POLICY_ENABLED"]) == ("false", "false")
+    assert data["KAOS_MCP_RUNTIMES"] == "{}" and data["KAOS_WATCH_NAMESPACES"] == ""
+
+
+def test_settings_carry_the_values_as_strings_and_json():
+    runtimes = {"fetch": {"image": {"repository": "r", "tag": "1"}, "port": 8000, "path": "/mcp"}}
+    data = one(platform({"watchNamespaces": ["a", "b"], "mcpRuntimes": runtimes, "gateway": {"enabled": True, "namespace": "gw"},
+                         "networkPolicy": {"enabled": True, "gatewayNamespaceSelector": {"role": "gateway"}},
+                         "telemetry": {"enabled": True, "endpoint": "http://otel:4317"}}), "ConfigMap")["data"]
+    assert all(isinstance(v, str) for v in data.values())
+    assert data["KAOS_WATCH_NAMESPACES"] == "a,b"
+    assert yaml.safe_load(data["KAOS_MCP_RUNTIMES"]) == runtimes
+    assert yaml.safe_load(data["KAOS_GATEWAY_NAMESPACE_SELECTOR"]) == {"role": "gateway"}
+    assert (data["KAOS_GATEWAY_ENABLED"], data["KAOS_GATEWAY_NAMESPACE"]) == ("true", "gw")
+    assert (data["KAOS_TELEMETRY_ENABLED"], data["KAOS_TELEMETRY_ENDPOINT"]) == ("true", "http://otel:4317")
+
+
+def test_settings_are_what_kaos_settings_reads():
+    """The operator reads this ConfigMap through kaos.settings: every published value arrives."""
+    from kaos.settings import Settings
+
+    data = one(platform({"mcpRuntimes": {"fetch": {"image": {"repository": "r"}}}, "watchNamespaces": ["a"],
+                         "gateway": {"enabled": True, "timeout": "60s"}}), "ConfigMap")["data"]
+    settings = Settings.from_env(data)
+    assert settings.runtime_image.reference == "ghcr.io/kaos-tools/kaos-runtime:0.1.0"
+    assert settings.gateway_enabled is True and settings.gateway_timeout == "60s"
+    assert settings.gateway_namespace == NS
+    assert dict(settings.mcp_runtimes) == {"fetch": {"image": {"repository": "r"}}}
+    assert tuple(settings.watch_namespaces) == ("a",)
+    assert settings.health_port == 8080
+
+
+def test_operator_deployment_is_locked_down_and_probed():
+    deployment = one(platform(), "Deployment", "kaos-operator")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "kaos-operator"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    assert c["image"] == "ghcr.io/kaos-tools/kaos-operator:0.1.0"
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}}
+    assert c["envFrom"] == [{"configMapRef": {"name": "kaos-operator-settings"}}]
+    assert {"name": "KAOS_OPERATOR_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["resources"]["limits"] and c["resources"]["requests"]
+
+
+def test_a_settings_change_rolls_the_operator():
+    def checksum(values):
+        return one(platform(values), "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/settings"]
+    assert checksum({}) == checksum({}) != checksum({"gateway": {"enabled": True}})
+
+
+def _rules(docs, name):
+    return one(docs, "ClusterRole", name)["rules"]
+
+
+def test_rbac_is_least_privilege():
+    rules = _rules(platform(), "kaos-operator")
+    granted = {(group, resource): set(rule["verbs"]) for rule in rules
+               for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert granted[("kaos.tools", "agents")] == {"get", "list", "watch", "patch", "update"}
+    assert granted[("kaos.tools", "agents/status")] == {"get", "patch", "update"}
+    assert granted[("kaos.tools", "mcpservers/finalizers")] == {"update"}
+    for kind in [("apps", "deployments"), ("", "services"), ("", "configmaps"), ("", "secrets"),
+                 ("networking.k8s.io", "networkpolicies"), ("gateway.networking.k8s.io", "httproutes")]:
+        assert "create" in granted[kind] and "delete" in granted[kind], kind
+    assert granted[("", "pods")] == {"get", "list", "watch"}
+    assert granted[("", "events")] == {"create", "patch"}
+    assert not any("*" in rule["verbs"] or "*" in rule["resources"] or "*" in rule["apiGroups"] for rule in rules)
+    cluster = _rules(platform(), "kaos-operator-cluster")
+    assert all(set(rule["verbs"]) == {"get", "list", "watch"} for rule in cluster)
+
+
+def test_watch_namespaces_bind_the_role_only_there():
+    docs = platform({"watchNamespaces": ["team-a", "team-b"]})
+    bindings = [d for d in docs if d["kind"] == "RoleBinding"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    assert all(b["roleRef"]["name"] == "kaos-operator" for b in bindings)
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"] == ["kaos-operator-cluster"]
+    cluster_wide = [d["metadata"]["name"] for d in platform() if d["kind"] == "ClusterRoleBinding"]
+    assert sorted(cluster_wide) == ["kaos-operator", "kaos-operator-cluster"]
+
+
+def test_gateway_is_created_only_when_asked():
+    assert "Gateway" not in kinds(platform({"gateway": {"enabled": True}}))
+    gateway = one(platform({"gateway": {"enabled": True, "create": True, "gatewayClassName": "eg"}}), "Gateway", "kaos-gateway")
+    assert gateway["metadata"]["namespace"] == NS
+    assert gateway["spec"]["listeners"] == [{"name": "http", "protocol": "HTTP", "port": 80,
+                                             "allowedRoutes": {"namespaces": {"from": "All"}}}]
+    assert "gateway.gatewayClassName: required" in render_error(
+        "kaos", {"gateway": {"enabled": True, "create": True}})
+
+
+def test_crds_are_installed_from_crds_folder():
+    crds = {d["spec"]["names"]["kind"]: d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"}
+    assert set(crds) == {"Agent", "ModelAPI", "MCPServer"}
+    short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
+    assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"]}
+    for kind, crd in crds.items():
+        assert crd["spec"]["group"] == "kaos.tools" and crd["spec"]["scope"] == "Namespaced"
+        (version,) = crd["spec"]["versions"]
+        assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+        assert version["subresources"] == {"status": {}}
+        columns = [c["name"] for c in version["additionalPrinterColumns"]]
+        assert {"Ready", "Phase"} <= set(columns)
+    agent_columns = [c["name"] for c in crds["Agent"]["spec"]["versions"][0]["additionalPrinterColumns"]]
+    assert agent_columns[:4] == ["ModelAPI", "Model", "Ready", "Phase"]
+
+
+def _structural_problems(schema, path="") -> list[str]:
+    """The API server's structural-schema rule: every node states a type, unless it is
+    int-or-string or preserves unknown fields."""
+    found = []
+    if "type" not in schema and not schema.get("x-kubernetes-int-or-string") and not schema.get(
+            "x-kubernetes-preserve-unknown-fields"):
+        found.append(path or "<root>")
+    for key, sub in (schema.get("properties") or {}).items():
+        found += _structural_problems(sub, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        found += _structural_problems(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        found += _structural_problems(schema["additionalProperties"], f"{path}{{}}")
+    return found
+
+
+def test_crd_schemas_are_structural():
+    for crd in (d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"):
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert _structural_problems(schema) == [], crd["metadata"]["name"]
+
+
+def test_the_platform_chart_renders_no_secret():
+    assert not any(d["kind"] == "Secret" for d in platform({"gateway": {"enabled": True}}))
