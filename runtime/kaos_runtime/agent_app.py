@@ -14,7 +14,7 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response
 
 from . import openai_format
 from .agent_loop import Agent
@@ -134,12 +134,12 @@ def create_app(config: AgentConfig) -> FastAPI:
         log.exception("unexpected error")
         return _json({"detail": f"internal error: {describe(error)}"}, 500)
 
-    @app.get("/health")
-    async def health() -> Response:
+    route = app.router.add_route  # Starlette routes: no FastAPI dependency solving per request
+
+    async def health(_: Request) -> Response:
         return _json({"status": "healthy", "name": config.name, "timestamp": int(time.time())})
 
-    @app.get("/ready")
-    async def ready() -> Response:
+    async def ready(_: Request) -> Response:
         if not runtime.ready:
             return _json({"status": "starting", "name": config.name, "waiting_for": runtime.waiting_for}, 503)
         return _json({
@@ -154,16 +154,11 @@ def create_app(config: AgentConfig) -> FastAPI:
         await runtime.tools.refresh_if_incomplete()
         return _json(agent_card(config, str(request.base_url).rstrip("/"), runtime.tools.skills()))
 
-    app.add_api_route("/.well-known/agent", card, methods=["GET"])
-    app.add_api_route("/.well-known/agent.json", card, methods=["GET"])
-
-    @app.get("/v1/models")
-    async def models() -> Response:
+    async def models(_: Request) -> Response:
         return _json({"object": "list", "data": [
             {"id": config.name, "object": "model", "created": int(time.time()), "owned_by": "kaos"}
         ]})
 
-    @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         body = parse_chat_body(await _read_body(request, config.max_body_bytes))
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
@@ -175,11 +170,11 @@ def create_app(config: AgentConfig) -> FastAPI:
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name
         if body.stream:
-            return StreamingResponse(iter(openai_format.stream_events(model, content)),
-                                     media_type="text/event-stream", headers=headers)
+            # The loop has finished, so every frame is ready: one body, no per-frame writes.
+            return Response(b"".join(openai_format.stream_events(model, content)),
+                            media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
         return _json(openai_format.completion(model, content, session_id), headers=headers)
 
-    @app.get("/memory/events")
     async def memory_events(request: Request) -> Response:
         query = request.query_params
         limit = parse_limit(query.get("limit"))
@@ -190,9 +185,17 @@ def create_app(config: AgentConfig) -> FastAPI:
         )
         return _json({"agent": config.name, "events": events, "total": total})
 
-    @app.get("/memory/sessions")
-    async def memory_sessions() -> Response:
+    async def memory_sessions(_: Request) -> Response:
         sessions = runtime.memory.sessions()
         return _json({"agent": config.name, "sessions": sessions, "total": len(sessions)})
+
+    route("/health", health, methods=["GET"])
+    route("/ready", ready, methods=["GET"])
+    route("/.well-known/agent", card, methods=["GET"])
+    route("/.well-known/agent.json", card, methods=["GET"])
+    route("/v1/models", models, methods=["GET"])
+    route("/v1/chat/completions", chat, methods=["POST"])
+    route("/memory/events", memory_events, methods=["GET"])
+    route("/memory/sessions", memory_sessions, methods=["GET"])
 
     return app

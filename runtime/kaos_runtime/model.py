@@ -17,6 +17,7 @@ litellm takes seconds and ~120 MiB to import, so it is imported on the first rea
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -183,6 +184,10 @@ class ModelClient:
         except Exception as error:
             self._loading = None
             raise ModelError(f"cannot set up the model client: {describe(error)}") from error
+        # litellm adds about a million long-lived objects; moving them out of the collector's
+        # reach keeps full collections (and the latency spikes they cause) short.
+        gc.collect()
+        gc.freeze()
         log.info("model client ready (%s, model %s)", self.config.model_client, self.config.model_name)
         return self._backend
 
