@@ -36,6 +36,7 @@ class PortInUse(OSError):
 
 def check_port_free(port: int) -> None:
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is free
         try:
             sock.bind((LOOPBACK, port))
         except OSError:

@@ -1,0 +1,438 @@
+"""Fixtures and helpers of the end-to-end suite.
+
+Backends:
+- local (default): one `kaos` control plane per test session, on a free port with a
+  temporary KAOS_HOME, stopped at the end (nothing is left running).
+- cluster (``KAOS_E2E_BACKEND=cluster``): kubectl and helm against the current kube
+  context, the platform chart already installed (``helm install kaos charts/kaos``), and the
+  gateway at ``GATEWAY_URL``.
+
+This file is both the conftest of e2e/ and a plugin (``pytest -p e2e.conftest ...``), so it
+relies on no pytest settings from pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kaos.local.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
+from kaos.local.controlplane import free_port  # noqa: E402
+
+API_VERSION = "kaos.tools/v1alpha1"
+SHARED_MODELAPI = "e2e-llm"
+# The one model the shared ModelAPI offers (the model the seed's agents ask for).
+SHARED_MODEL = "ollama/smollm2:135m"
+# What LiteLLM's mock_response answers (the shared ModelAPI in cluster mode, and test ModelAPIs).
+MOCK_REPLY = "Mock reply from the e2e ModelAPI."
+BACKEND = os.environ.get("KAOS_E2E_BACKEND", "local")
+KIND_OF_PREFIX = {"agent-": "Agent", "modelapi-": "ModelAPI", "mcpserver-": "MCPServer"}
+
+
+# backends
+
+
+class LocalBackend:
+    """A control plane started for this session, driven through its admin API."""
+
+    def __init__(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="kaos-e2e-"))
+        self.port = free_port()
+        tools = ROOT / ".tools" / "bin"
+        extra_env = {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"} if tools.is_dir() else {}
+        self.state = spawn_control_plane(self.home, self.port, timeout=60, extra_env=extra_env)
+        self.client = Client(self.state.url, timeout=60)
+        self.gateway = self.state.url
+
+    def apply(self, resource: dict) -> None:
+        self.client.apply([(resource, "e2e")])
+
+    def delete(self, kind: str, name: str, namespace: str) -> None:
+        self.client.delete(kind, name, namespace)
+
+    def resource(self, kind: str, name: str, namespace: str) -> dict | None:
+        for item in self.client.resources(kind, namespace):
+            if item["metadata"]["name"] == name:
+                return item
+        return None
+
+    def deployment(self, namespace: str, name: str) -> dict | None:
+        for row in self.client.deployments():
+            if row["namespace"] == namespace and row["name"] == name:
+                return row
+        return None
+
+    def deployment_ready(self, namespace: str, name: str) -> bool:
+        row = self.deployment(namespace, name)
+        return bool(row and row["readyReplicas"] >= row["replicas"])
+
+    def kill_workload(self, namespace: str, name: str) -> int:
+        """SIGKILL the workload's process (as if its pod crashed); returns the old pid."""
+        row = self.deployment(namespace, name)
+        assert row and row["pid"], f"no running process for {name}"
+        os.kill(row["pid"], 9)
+        return row["pid"]
+
+    def create_namespace(self, namespace: str) -> None:
+        pass  # local namespaces exist as soon as something is applied to them
+
+    def delete_namespace(self, namespace: str) -> None:
+        for resource in self.client.resources(None, namespace):
+            self.delete(resource["kind"], resource["metadata"]["name"], namespace)
+
+    def stop(self) -> None:
+        stop_control_plane(self.home, timeout=60)
+
+
+class ClusterBackend:
+    """kubectl/helm against the current context; the platform chart is already installed."""
+
+    def __init__(self) -> None:
+        from pytest_helm_charts.clusters import ExistingCluster
+
+        kube_config = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")).split(os.pathsep)[0]
+        self.cluster = ExistingCluster(kube_config)
+        self.kube = self.cluster.create()
+        self.gateway = os.environ.get("GATEWAY_URL", "http://localhost:80").rstrip("/")
+
+    def _kubectl(self, *args: str, input: str | None = None) -> str:
+        result = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def apply(self, resource: dict) -> None:
+        self._kubectl("apply", "-f", "-", input=yaml.safe_dump(resource))
+
+    def delete(self, kind: str, name: str, namespace: str) -> None:
+        self._kubectl("delete", kind.lower(), name, "-n", namespace, "--ignore-not-found", "--wait=false")
+
+    def resource(self, kind: str, name: str, namespace: str) -> dict | None:
+        try:
+            return json.loads(self._kubectl("get", kind.lower(), name, "-n", namespace, "-o", "json"))
+        except RuntimeError:
+            return None
+
+    def deployment_ready(self, namespace: str, name: str) -> bool:
+        from pytest_helm_charts.k8s.deployment import wait_for_deployments_to_run
+
+        try:
+            wait_for_deployments_to_run(self.kube, [name], namespace, timeout_sec=1)
+        except TimeoutError:
+            return False
+        return True
+
+    def kill_workload(self, namespace: str, name: str) -> str:
+        pods = json.loads(self._kubectl("get", "pods", "-n", namespace, "-l",
+                                        f"app.kubernetes.io/instance={name}", "-o", "json"))["items"]
+        assert pods, f"no pod for {name}"
+        pod = pods[0]["metadata"]["name"]
+        self._kubectl("delete", "pod", pod, "-n", namespace, "--grace-period=0", "--force")
+        return pod
+
+    def create_namespace(self, namespace: str) -> None:
+        from pytest_helm_charts.k8s.namespace import ensure_namespace_exists
+
+        ensure_namespace_exists(self.kube, namespace)
+
+    def delete_namespace(self, namespace: str) -> None:
+        self._kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+
+    def stop(self) -> None:
+        self.cluster.destroy()
+
+
+class MockModelServer:
+    """tests/support/mock_model.py as a process on 127.0.0.1 (the only stand-in: the model)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.mock_model", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+        def healthy() -> bool:
+            if self.process.poll() is not None:
+                raise RuntimeError("the mock model server exited at start")
+            try:
+                return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, 30, what="the mock model server")
+
+    def requests(self) -> list[dict]:
+        return httpx.get(f"{self.url}/_mock/requests", timeout=10).json()["requests"]
+
+    def reset(self) -> None:
+        """Forget the recorded requests and any queued replies."""
+        httpx.delete(f"{self.url}/_mock/requests", timeout=10).raise_for_status()
+
+    def script(self, replies: list) -> None:
+        """Queue replies, one per model call, before falling back to echo."""
+        httpx.post(f"{self.url}/_mock/script", json={"replies": replies}, timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_backend: LocalBackend | ClusterBackend | None = None
+_mock_model: MockModelServer | None = None
+
+
+def backend() -> LocalBackend | ClusterBackend:
+    """The session's backend, started on first use."""
+    global _backend
+    if _backend is None:
+        _backend = ClusterBackend() if BACKEND == "cluster" else LocalBackend()
+        atexit.register(_stop_backend)
+    return _backend
+
+
+def mock_model() -> MockModelServer | None:
+    """The session's mock model server (local backend only: a cluster cannot reach 127.0.0.1)."""
+    global _mock_model
+    if BACKEND == "cluster":
+        return None
+    if _mock_model is None:
+        _mock_model = MockModelServer()
+        atexit.register(_stop_backend)
+    return _mock_model
+
+
+def _stop_backend() -> None:
+    global _backend, _mock_model
+    if _backend is not None:
+        current, _backend = _backend, None
+        current.stop()
+    if _mock_model is not None:
+        server, _mock_model = _mock_model, None
+        server.stop()
+
+
+# helpers the tests import
+
+
+def gateway_url(namespace: str, kind: str, name: str) -> str:
+    """Base URL of a workload through the gateway; kind is agent, modelapi or mcp."""
+    return f"{backend().gateway}/{namespace}/{kind}/{name}"
+
+
+def create_custom_resource(resource: dict, namespace: str) -> dict:
+    """Create or update a KAOS resource in ``namespace``."""
+    resource = {**resource, "metadata": {**resource.get("metadata", {}), "namespace": namespace}}
+    backend().apply(resource)
+    return resource
+
+
+def delete_custom_resource(kind: str, name: str, namespace: str) -> None:
+    backend().delete(kind, name, namespace)
+
+
+def get_custom_resource(kind: str, name: str, namespace: str) -> dict | None:
+    return backend().resource(kind, name, namespace)
+
+
+def wait_for_deployment(namespace: str, name: str, timeout: float = 120) -> None:
+    """Wait until the Deployment ``name`` (agent-X, modelapi-X, mcpserver-X) has its replicas ready.
+
+    Fails early with the resource's message when the resource is Failed.
+    """
+    kind = next((k for prefix, k in KIND_OF_PREFIX.items() if name.startswith(prefix)), None)
+    resource_name = name.split("-", 1)[1] if kind else name
+
+    def ready() -> bool:
+        if backend().deployment_ready(namespace, name):
+            return True
+        if kind:
+            resource = backend().resource(kind, resource_name, namespace)
+            status = (resource or {}).get("status") or {}
+            if status.get("phase") == "Failed":
+                raise AssertionError(f"{kind} {resource_name} is Failed: {status.get('message')}")
+        return False
+
+    wait_until(ready, timeout, interval=0.2, what=f"deployment {namespace}/{name}")
+
+
+def wait_for_resource_ready(url: str, timeout: float = 120, path: str = "/health") -> None:
+    """Wait until ``url + path`` answers 200 through the gateway (503 while the backend starts)."""
+
+    def answers() -> bool:
+        try:
+            return httpx.get(url + path, timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(answers, timeout, interval=0.2, what=f"{url}{path} to answer 200")
+
+
+def wait_for_status(kind: str, name: str, namespace: str, phase: str = "Ready", timeout: float = 120) -> dict:
+    """Wait until a resource reports ``phase``; returns the resource."""
+
+    def reached() -> dict | None:
+        resource = backend().resource(kind, name, namespace)
+        return resource if ((resource or {}).get("status") or {}).get("phase") == phase else None
+
+    return wait_until(reached, timeout, interval=0.2, what=f"{kind} {name} to be {phase}")
+
+
+async def async_wait_for_healthy(url: str, timeout: float = 60, path: str = "/health") -> None:
+    """Async variant: retry transient 503s until ``url + path`` answers 200."""
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(timeout=5) as client:
+        while True:
+            try:
+                if (await client.get(url + path)).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{url}{path} did not answer 200 within {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+
+
+def create_modelapi_resource(namespace: str, name: str, models: list[str] | None = None,
+                             mock_response: str | None = MOCK_REPLY, api_base: str | None = None) -> dict:
+    """A Proxy ModelAPI offering ``models``: each answers ``mock_response`` (LiteLLM's mock, offline),
+    or is forwarded to the OpenAI-compatible server at ``api_base``."""
+    models = models or [SHARED_MODEL]
+    params: dict[str, Any] = {"model": "openai/mock", "api_key": "not-needed"}
+    if api_base:
+        params["api_base"] = api_base.rstrip("/") + "/v1"
+    else:
+        params["mock_response"] = mock_response
+    config = {"model_list": [{"model_name": model, "litellm_params": params} for model in models]}
+    return {
+        "apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"mode": "Proxy", "proxyConfig": {"models": models, "configYaml": {"fromString": yaml.safe_dump(config)}}},
+    }
+
+
+def create_modelapi_hosted_resource(namespace: str, name: str, model: str = "smollm2:135m") -> dict:
+    """A Hosted (Ollama) ModelAPI. Locally it needs `ollama` on PATH; otherwise it is Failed."""
+    return {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"mode": "Hosted", "hostedConfig": {"model": model}}}
+
+
+def create_mcpserver_resource(namespace: str, name: str, tools_source: str) -> dict:
+    return {"apiVersion": API_VERSION, "kind": "MCPServer", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"runtime": "python-string", "params": tools_source}}
+
+
+def create_agent_resource(namespace: str, name: str, modelapi: str, *, model: str = SHARED_MODEL,
+                          mcp_servers: list[str] | None = None, access: list[str] | None = None,
+                          mock_responses: list[str] | None = None, description: str = "",
+                          instructions: str = "Answer briefly.", max_steps: int = 5) -> dict:
+    env = [{"name": "DEBUG_MOCK_RESPONSES", "value": json.dumps(mock_responses)}] if mock_responses else []
+    return {
+        "apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "modelAPI": modelapi, "model": model, "mcpServers": mcp_servers or [],
+            "agentNetwork": {"access": access or []},
+            "config": {"description": description or f"e2e agent {name}", "instructions": instructions,
+                       "reasoningLoopMaxSteps": max_steps, "env": env},
+        },
+    }
+
+
+def deploy_and_wait(resource: dict, namespace: str, timeout: float = 120) -> str:
+    """Apply a resource, wait for its workload and for its gateway route; returns its gateway URL."""
+    create_custom_resource(resource, namespace)
+    prefix = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcpserver"}[resource["kind"]]
+    segment = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcp"}[resource["kind"]]
+    name = resource["metadata"]["name"]
+    wait_for_deployment(namespace, f"{prefix}-{name}", timeout=timeout)
+    url = gateway_url(namespace, segment, name)
+    probe = {"Agent": "/health", "ModelAPI": "/health/liveliness", "MCPServer": None}[resource["kind"]]
+    if probe:
+        wait_for_resource_ready(url, timeout=timeout, path=probe)
+    return url
+
+
+def kill_workload(namespace: str, name: str):
+    return backend().kill_workload(namespace, name)
+
+
+# fixtures
+
+
+@pytest.fixture(scope="session")
+def kaos_backend():
+    yield backend()
+    _stop_backend()
+
+
+@pytest.fixture(scope="session")
+def test_namespace(kaos_backend) -> str:
+    """One namespace for the session's tests (names are unique per test)."""
+    namespace = f"e2e-{uuid.uuid4().hex[:8]}"
+    kaos_backend.create_namespace(namespace)
+    yield namespace
+    if BACKEND == "cluster":
+        kaos_backend.delete_namespace(namespace)
+
+
+@pytest.fixture(scope="session")
+def shared_modelapi(test_namespace: str) -> str:
+    """A Proxy ModelAPI offering SHARED_MODEL; returns its name.
+
+    Locally LiteLLM forwards to the mock model server (replies ``echo: <last user message>``,
+    requests inspectable); in a cluster it answers MOCK_REPLY with LiteLLM's mock_response.
+    """
+    server = mock_model()
+    resource = create_modelapi_resource(test_namespace, SHARED_MODELAPI, api_base=server.url if server else None)
+    deploy_and_wait(resource, test_namespace, timeout=180)
+    wait_for_status("ModelAPI", SHARED_MODELAPI, test_namespace, "Ready", timeout=60)
+    return SHARED_MODELAPI
+
+
+@pytest.fixture(scope="session")
+def mock_model_server(kaos_backend) -> MockModelServer:
+    """The mock model server behind the shared ModelAPI (local backend only)."""
+    server = mock_model()
+    if server is None:
+        pytest.skip("the mock model server runs only with the local backend")
+    return server
+
+
+async def chat(url: str, text: str, **extra) -> httpx.Response:
+    """POST one user message to an agent's /v1/chat/completions."""
+    async with httpx.AsyncClient(timeout=120) as client:
+        return await client.post(f"{url}/v1/chat/completions",
+                                 json={"messages": [{"role": "user", "content": text}], **extra})
+
+
+async def memory_events(url: str, **params) -> dict:
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.get(f"{url}/memory/events", params={"limit": 500, **params})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def fenced(kind: str, payload: dict) -> str:
+    """A model reply asking the agent for work: a ```tool_call or ```delegate block."""
+    return f"```{kind}\n{json.dumps(payload)}\n```"

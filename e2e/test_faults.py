@@ -1,0 +1,47 @@
+"""Faults: a worker's process is killed; the coordinator still answers and the worker comes back."""
+
+import httpx
+import pytest
+
+from e2e.conftest import (
+    BACKEND,
+    chat,
+    create_agent_resource,
+    deploy_and_wait,
+    fenced,
+    kill_workload,
+    memory_events,
+    wait_for_resource_ready,
+    wait_for_status,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_killed_worker_coordinator_survives_and_worker_returns(test_namespace, shared_modelapi):
+    delegate = fenced("delegate", {"agent": "fragile-worker", "task": "Do the fragile task"})
+    worker_url = deploy_and_wait(create_agent_resource(test_namespace, "fragile-worker", shared_modelapi,
+                                                       mock_responses=["fragile task done"] * 4), test_namespace)
+    coord_url = deploy_and_wait(create_agent_resource(
+        test_namespace, "fragile-lead", shared_modelapi, access=["fragile-worker"],
+        mock_responses=[delegate, "The worker failed; I answered anyway.", delegate, "The worker is back."],
+    ), test_namespace)
+
+    kill_workload(test_namespace, "agent-fragile-worker")
+    response = await chat(coord_url, "Delegate the fragile task.")
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "The worker failed; I answered anyway."
+    errors = (await memory_events(coord_url, event_type="delegation_error"))["events"]
+    assert errors and "fragile-worker" in str(errors[-1]["content"])
+
+    # the worker is restarted (with backoff) and the coordinator reaches it again
+    wait_for_resource_ready(worker_url, timeout=120)
+    wait_for_status("Agent", "fragile-worker", test_namespace, "Ready", timeout=120)
+    response = await chat(coord_url, "Try the fragile task again.")
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"] == "The worker is back."
+    responses = (await memory_events(coord_url, event_type="delegation_response"))["events"]
+    assert responses and "fragile task done" in str(responses[-1]["content"])
+    if BACKEND == "local":
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{worker_url}/health")).status_code == 200

@@ -1,0 +1,35 @@
+"""ModelAPI (Proxy mode) through the gateway: LiteLLM's health and model list, and mock_response."""
+
+import httpx
+import pytest
+
+from e2e.conftest import SHARED_MODEL, create_modelapi_resource, deploy_and_wait, gateway_url, get_custom_resource
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_proxy_health_and_models(test_namespace, shared_modelapi):
+    url = gateway_url(test_namespace, "modelapi", shared_modelapi)
+    async with httpx.AsyncClient(timeout=30) as client:
+        health = await client.get(f"{url}/health/liveliness")
+        models = await client.get(f"{url}/models")
+    assert health.status_code == 200
+    assert models.status_code == 200
+    assert SHARED_MODEL in [model["id"] for model in models.json()["data"]]
+    status = get_custom_resource("ModelAPI", shared_modelapi, test_namespace)["status"]
+    assert status["ready"] is True
+    assert status["phase"] == "Ready"
+
+
+async def test_mock_response_is_echoed(test_namespace):
+    text = "Scripted by LiteLLM's mock_response."
+    url = deploy_and_wait(
+        create_modelapi_resource(test_namespace, "mock-api", models=["mock-model"], mock_response=text),
+        test_namespace, timeout=180,
+    )
+    async with httpx.AsyncClient(timeout=60) as client:
+        response = await client.post(f"{url}/v1/chat/completions", json={
+            "model": "mock-model", "messages": [{"role": "user", "content": "anything"}],
+        })
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == text
