@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 
@@ -17,14 +18,14 @@ from tests.operator.harness import (
 )
 
 REPO_CHARTS = Settings().charts_dir
-HELM_DIR = os.path.join(os.path.dirname(__file__), "..", "..", ".tools", "bin")
+TOOLS_BIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".tools", "bin"))
+NAMESPACE = "team"
 
 
 @pytest.fixture(autouse=True)
 def helm_on_path(monkeypatch):
-    tools = os.path.abspath(HELM_DIR)
-    if os.path.isdir(tools):
-        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    if os.path.isdir(TOOLS_BIN):
+        monkeypatch.setenv("PATH", f"{TOOLS_BIN}{os.pathsep}{os.environ['PATH']}")
     if not shutil.which("helm"):
         pytest.skip("helm is not installed (run scripts/setup)")
 
@@ -36,38 +37,8 @@ def kmock_options(kmock_options):
 
 @pytest.fixture
 def charts_dir():
-    """Where the operator finds its charts; a test may point it elsewhere before starting it."""
+    """Where the operator finds its charts; a test may override this fixture."""
     return REPO_CHARTS
-
-
-@pytest.fixture
-async def operator(kmock, tmp_path, monkeypatch, charts_dir):
-    """The real kopf operator (all namespaces) against kmock, with a recording helm backend."""
-    declare_resources(kmock)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(kubeconfig_text(str(kmock.url)))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    monkeypatch.setenv("KAOS_CHARTS_DIR", str(charts_dir))
-    monkeypatch.setenv("KAOS_RESYNC_SECONDS", "0.2")
-    monkeypatch.setenv("KAOS_HELM_RETRY_SECONDS", "0.5")
-    backends: list[RecordingBackend] = []
-
-    def make_backend(settings):
-        backends.append(RecordingBackend(settings, str(kmock.url)))
-        return backends[-1]
-
-    monkeypatch.setattr(handlers, "backend_factory", make_backend)
-    settings = kopf.OperatorSettings()
-    settings.scanning.disabled = True
-    settings.watching.server_timeout = 10
-    runner = KopfRunner(
-        ["run", "--all-namespaces", "--standalone", "-m", "kaos.operator.handlers"],
-        settings=settings,
-        timeout=30,
-    )
-    with runner:
-        await eventually(lambda: backends, timeout=10)
-        yield Operator(runner, backends[0], Cluster(kmock, "team"))
 
 
 class Operator:
@@ -75,3 +46,50 @@ class Operator:
         self.runner = runner
         self.helm = backend
         self.cluster = cluster
+
+
+@pytest.fixture
+async def kube(kmock, tmp_path, monkeypatch, charts_dir):
+    """kmock serving the KAOS resources, and the env the operator reads its settings from."""
+    declare_resources(kmock)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text(str(kmock.url)))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("KAOS_CHARTS_DIR", str(charts_dir))
+    monkeypatch.setenv("KAOS_RESYNC_SECONDS", "0.2")
+    monkeypatch.setenv("KAOS_HELM_RETRY_SECONDS", "0.5")
+    return kmock
+
+
+@pytest.fixture
+def start_operator(kube, monkeypatch):
+    """Start the real kopf operator (all namespaces) with a recording helm backend."""
+
+    @contextlib.asynccontextmanager
+    async def start():
+        backends: list[RecordingBackend] = []
+
+        def make_backend(settings):
+            backends.append(RecordingBackend(settings, str(kube.url)))
+            return backends[-1]
+
+        monkeypatch.setattr(handlers, "backend_factory", make_backend)
+        settings = kopf.OperatorSettings()
+        settings.scanning.disabled = True
+        settings.watching.server_timeout = 10
+        runner = KopfRunner(
+            ["run", "--all-namespaces", "--standalone", "-m", "kaos.operator.handlers"],
+            settings=settings,
+            timeout=30,
+        )
+        with runner:
+            await eventually(lambda: backends, timeout=10)
+            yield Operator(runner, backends[0], Cluster(kube, NAMESPACE))
+
+    return start
+
+
+@pytest.fixture
+async def operator(start_operator):
+    async with start_operator() as running:
+        yield running

@@ -2,7 +2,7 @@
 
 RecordingBackend renders each requested release with ``helm template`` through pyhelm3 (the
 exact release name, namespace and values the operator asks for), validates every rendered
-object with kubernetes-validate, records the call, and creates the rendered Deployment in
+object (kubernetes-validate, strict; the Gateway API kinds with tests.charts.manifests), records the call, and creates the rendered Deployment in
 kmock as the API server would (with its replicas ready, as a kubelet would report).
 """
 
@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 import aiohttp.web
 import httpx
 import kmock
-import kubernetes_validate
 
 from kaos.helm import Helm
+from tests.charts.manifests import problems
 
-KUBERNETES_VERSION = "1.33.0"
 GROUP_VERSION = "kaos.tools/v1alpha1"
 PLURAL = {"Agent": "agents", "ModelAPI": "modelapis", "MCPServer": "mcpservers"}
 
@@ -41,11 +40,13 @@ class RecordingBackend:
         self.helm = Helm(settings.charts_dir)
         self.api_url = api_url.rstrip("/")
         self.calls: list[HelmCall] = []
+        self.attempts: list[str] = []  # every release the operator asked for, failed or not
 
     async def apply(self, chart: str, release: str, namespace: str, values: dict) -> int:
+        self.attempts.append(release)
         objects = await self.helm.render(chart, release, namespace, values)
-        for obj in objects:
-            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        found = [problem for obj in objects for problem in problems(obj)]
+        assert not found, f"release {release} renders invalid objects: {found}"
         self.calls.append(HelmCall("apply", release, namespace, chart, copy.deepcopy(values), objects))
         async with httpx.AsyncClient(base_url=self.api_url) as client:
             for obj in objects:

@@ -105,7 +105,11 @@ async def test_invalid_spec_is_failed_with_the_schema_message(operator):
 
 
 async def assert_quiet(cluster, kind, name, resync_periods):
-    """No write to the object while several resync periods (0.2 s each) pass."""
+    """Once kopf has recorded the handled spec, no write to the object while several resync
+    periods (0.2 s each) pass."""
+    await eventually(
+        lambda: "kaos.tools/last-handled-configuration" in (cluster.get(kind, name)["metadata"].get("annotations") or {})
+    )
     history = cluster.kmock.objects[cluster.key(kind, name)].history
     before = len(history)
     await asyncio.sleep(0.2 * resync_periods)  # an observation window, not a synchronisation

@@ -1,0 +1,62 @@
+"""kaos.helm against the real helm binary (no cluster needed for rendering)."""
+
+import pytest
+
+from kaos.helm import Helm, HelmError, render
+from kaos.reconcile import Ref, plan
+from kaos.settings import Settings
+from tests.charts.manifests import problems
+from tests.reconcile.builders import NS, agent, endpoint_of, mcpserver, modelapi
+
+SETTINGS = Settings(gateway_enabled=True, network_policy_enabled=True, operator_namespace="kaos-system")
+
+
+@pytest.mark.parametrize(
+    "resource, observed",
+    [
+        (agent(mcp=["tools"], access=["worker"]), [modelapi(), mcpserver(), agent("worker")]),
+        (modelapi(), []),
+        (modelapi(mode="Hosted"), []),
+        (mcpserver(), []),
+    ],
+)
+def test_rendered_release_of_a_plan_is_valid_kubernetes(resource, observed):
+    known = {Ref(o["kind"], NS, o["metadata"]["name"]): o for o in observed}
+    result = plan(resource, known, SETTINGS, endpoint_of)
+    objects = render(result.chart, result.release, NS, result.values, SETTINGS)
+    kinds = {o["kind"] for o in objects}
+    assert {"Deployment", "Service", "HTTPRoute", "NetworkPolicy"} <= kinds
+    assert [p for obj in objects for p in problems(obj)] == []
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    assert deployment["metadata"]["name"] == result.release
+
+
+def test_chart_schema_errors_carry_helms_message():
+    with pytest.raises(HelmError, match="replicas"):
+        render("agent", "agent-x", NS, {"name": "x", "replicas": "two"}, SETTINGS)
+
+
+def test_missing_chart_names_the_folder(tmp_path):
+    with pytest.raises(HelmError, match="KAOS_CHARTS_DIR"):
+        render("agent", "agent-x", NS, {"name": "x"}, Settings(charts_dir=tmp_path))
+
+
+def test_missing_helm_binary_is_a_clear_error():
+    with pytest.raises(HelmError, match="helm not found"):
+        Helm(Settings().charts_dir, executable="/nonexistent/helm").client
+
+
+async def test_install_and_uninstall_errors_come_back_from_helm(tmp_path, monkeypatch):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    helm = Helm(Settings().charts_dir)
+    values = plan(mcpserver(), {}, SETTINGS, endpoint_of).values
+    with pytest.raises(HelmError) as raised:
+        await helm.apply("mcpserver", "mcpserver-tools", NS, values)
+    assert "127.0.0.1:9" in str(raised.value) and raised.value.command == "upgrade --install mcpserver-tools"
+    with pytest.raises(HelmError, match="127.0.0.1:9"):
+        await helm.uninstall("mcpserver-tools", NS)

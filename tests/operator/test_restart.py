@@ -1,0 +1,20 @@
+"""Nothing is lost on operator restart: resume re-applies every release, status is kept."""
+
+from tests.operator.harness import eventually
+from tests.operator.test_lifecycle import agent, proxy_api
+
+
+async def test_resume_after_restart_reapplies_releases(start_operator):
+    async with start_operator() as first:
+        cluster = first.cluster
+        await cluster.create("ModelAPI", "llm", proxy_api())
+        await cluster.create("Agent", "solo", agent())
+        await eventually(lambda: cluster.status("Agent", "solo").get("ready"))
+
+    await cluster.patch_spec("Agent", "solo", {"replicas": 2})  # changed while the operator was down
+
+    async with start_operator() as second:
+        await eventually(lambda: second.helm.applied("agent-solo") and second.helm.applied("modelapi-llm"))
+        assert second.helm.applied("agent-solo")[-1].values["replicas"] == 2
+        await eventually(lambda: cluster.status("Agent", "solo").get("readyReplicas") == 2)
+        assert cluster.status("Agent", "solo")["phase"] == "Ready"
