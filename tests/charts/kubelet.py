@@ -5,8 +5,14 @@ ConfigMap volumes written to a folder."""
 from __future__ import annotations
 
 import base64
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+from tests.support.processes import Service, free_port
 
 VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -50,3 +56,21 @@ def command_line(container: dict, env: dict[str, str], mounts: dict[str, str]) -
     for mount_path, local in mounts.items():
         words = [w.replace(mount_path, local) for w in words]
     return words
+
+
+def start(docs: list[dict], root: Path, name: str) -> Service:
+    """Start the first container of the rendered Deployment on a free loopback port, with the
+    program of its command looked up next to this Python (as the local backend does)."""
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    port = free_port()
+    env = container_env(container, docs, {"HOST": "127.0.0.1", "PORT": str(port)})
+    argv = command_line(container, env, mount_config_maps(pod, container, docs, root / "volumes"))
+    executable = shutil.which(argv[0], path=os.path.dirname(sys.executable))
+    if not executable:
+        raise FileNotFoundError(f"{argv[0]} is not installed next to {sys.executable}")
+    log_path = root / f"{name}.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([executable, *argv[1:]], env={**os.environ, **env},
+                                   stdout=log, stderr=subprocess.STDOUT)
+    return Service(name, process, f"http://127.0.0.1:{port}", str(log_path), env)

@@ -36,6 +36,9 @@ def test_registry_runtime_uses_the_entry_with_user_env_last():
     assert c["ports"][0]["containerPort"] == 9000
     assert env_of(c) == {"HOST": "0.0.0.0", "PORT": "9000", "UA": "mine"}
     assert c["readinessProbe"]["tcpSocket"] == {"port": "http"}, "an arbitrary MCP server gets a TCP check"
+    docs = mcp(runtime="fetch", registry=REGISTRY, gateway={"enabled": True})
+    assert one(docs, "Service")["spec"]["ports"][0]["port"] == 9000, "the Service port is the runtime's port"
+    assert one(docs, "HTTPRoute")["spec"]["rules"][0]["backendRefs"][0]["port"] == 9000
     timed = container(mcp(runtime="time", registry=REGISTRY))
     assert timed["image"] == "ghcr.io/example/mcp-time"
     assert timed["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}

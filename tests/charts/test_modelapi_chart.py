@@ -1,18 +1,12 @@
 """The modelapi chart: LiteLLM proxy (config, key handling, rollout on change) and Ollama."""
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import httpx
 import pytest
 import yaml
 
 from tests.charts import kubelet
 from tests.charts.rendering import container, env_of, kinds, one, render
-from tests.support.processes import Service, free_port, spawn, wait_until_ok
+from tests.support.processes import spawn, wait_until_ok
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -141,27 +135,11 @@ def mock_model(tmp_path):
     service.stop()
 
 
-def start_rendered_litellm(docs, tmp_path: Path) -> Service:
-    """Start the chart's LiteLLM container as a process, as the local backend does."""
-    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
-    c = pod["containers"][0]
-    port = free_port()
-    env = kubelet.container_env(c, docs, {"HOST": "127.0.0.1", "PORT": str(port)})
-    assert env.get("PROVIDER_API_KEY", KEY) == KEY, "the key reaches the proxy from the rendered Secret"
-    mounts = kubelet.mount_config_maps(pod, c, docs, tmp_path / "volumes")
-    argv = kubelet.command_line(c, env, mounts)
-    executable = shutil.which(argv[0], path=os.path.dirname(sys.executable))
-    assert executable, f"{argv[0]} not installed next to {sys.executable}"
-    log_path = tmp_path / "litellm.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen([executable, *argv[1:]], env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
-    return Service("litellm", process, f"http://127.0.0.1:{port}", str(log_path))
-
-
 def test_the_rendered_proxy_runs_in_real_litellm(mock_model, tmp_path):
     """The chart's config and args, run by the real LiteLLM proxy in front of an OpenAI-compatible server."""
     docs = proxy(models=["gpt-test", "team/*"], provider="openai", apiBase=f"{mock_model.url}/v1", apiKey={"value": KEY})
-    litellm = start_rendered_litellm(docs, tmp_path)
+    litellm = kubelet.start(docs, tmp_path, "litellm")
+    assert litellm.env["PROVIDER_API_KEY"] == KEY, "the key reaches the proxy from the rendered Secret"
     try:
         wait_until_ok(litellm, "/health/liveliness", timeout=90)
         assert httpx.get(f"{litellm.url}/health/readiness", timeout=10).status_code == 200

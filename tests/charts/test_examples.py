@@ -1,0 +1,173 @@
+"""Every manifest under examples/ is valid for the CRDs (defaults applied), goes through the
+reconcile core into a workload chart, and renders valid Kubernetes objects. Invalid resources
+are rejected with a message that names the field."""
+
+import copy
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from kaos import crds
+from kaos.reconcile import DEPLOY, Ref, cluster_endpoint_of, dependencies, plan, ref_of
+from kaos.settings import Settings
+from tests.charts.manifests import problems
+from tests.charts import kubelet
+from tests.charts.rendering import ROOT, render
+from tests.support.processes import wait_until_ok
+
+EXAMPLES = ROOT / "examples"
+FOLDERS = sorted({p.parent for p in EXAMPLES.rglob("*.yaml")})
+REQUIRED = ["single-agent", "agent-with-mcp", "multi-agent", "hosted-ollama"]
+
+
+def documents(folder: Path) -> list[dict]:
+    docs = []
+    for path in sorted(folder.glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def valid(folder: Path) -> list[dict]:
+    return [crds.validate(doc) for doc in documents(folder)]
+
+
+def test_the_required_examples_exist():
+    names = {folder.name for folder in FOLDERS}
+    assert set(REQUIRED) <= names, f"missing examples: {set(REQUIRED) - names}"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_every_example_manifest_validates_against_the_crds(folder):
+    resources = valid(folder)
+    assert resources, f"{folder} holds no manifest"
+    kinds = {r["kind"] for r in resources}
+    assert "Agent" in kinds or folder.name == "quickstart"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_every_example_renders_through_the_reconcile_core_into_valid_objects(folder):
+    resources = valid(folder)
+    known = {ref_of(r): r for r in resources}
+    settings = Settings(gateway_enabled=True, network_policy_enabled=True)
+    endpoint_of = cluster_endpoint_of(settings, known)
+    for resource in resources:
+        observed = {}
+        for ref in dependencies(resource):
+            assert ref in known, f"{ref} used by {ref_of(resource)} is not in {folder.name}"
+            observed[ref] = {**known[ref], "status": {"ready": True, "phase": "Ready"}}
+        result = plan(resource, observed, settings, endpoint_of)
+        assert result.phase == DEPLOY, result.message
+        if result.values is None:
+            continue
+        objects = render(result.chart, result.values, release=result.release, namespace="default")
+        found = [p for obj in objects for p in problems(obj)]
+        assert not found, "\n".join(found)
+
+
+def agent(**spec):
+    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": "worker", "namespace": "default"},
+            "spec": {"modelAPI": "llm", **spec}}
+
+
+@pytest.mark.parametrize("resource,message", [
+    ({**agent(), "spec": {"config": {}}}, "Agent default/worker: spec.modelAPI: required field is missing"),
+    (agent(config={"reasoningLoopMaxSteps": 50}),
+     "Agent default/worker: spec.config.reasoningLoopMaxSteps: 50 is greater than the maximum of 20"),
+    (agent(config={"reasoningLoopMaxSteps": 0}), "spec.config.reasoningLoopMaxSteps: 0 is less than the minimum of 1"),
+    ({"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"}, "spec": {"mode": "Cloud"}},
+     "ModelAPI default/llm: spec.mode: 'Cloud' is not one of ['Proxy', 'Hosted']"),
+    (agent(config={"memory": {"enabeld": False}}), "spec.config.memory.enabeld: unknown field"),
+    (agent(config={"env": [{"value": "x"}]}), "spec.config.env[0].name: required field is missing"),
+    (agent(gatewayRoute={"timeout": "2 minutes"}), "spec.gatewayRoute.timeout"),
+    ({**agent(), "metadata": {"name": "Worker_1"}}, "metadata.name: 'Worker_1' is not a DNS-1123 label"),
+    ({**agent(), "metadata": {"name": "w" * 50}}, "is longer than 47 characters"),
+    ({**agent(), "apiVersion": "kaos.tools/v1"}, "apiVersion: 'kaos.tools/v1' is not kaos.tools/v1alpha1"),
+    ({**agent(), "kind": "Agnet"}, "kind: unknown kind 'Agnet'"),
+    ({"apiVersion": "kaos.tools/v1alpha1", "kind": "MCPServer", "metadata": {"name": "t"}, "spec": {"params": "x"}},
+     "spec.runtime: required field is missing"),
+])
+def test_invalid_resources_are_rejected_with_the_field_named(resource, message):
+    with pytest.raises(crds.ValidationError) as error:
+        crds.validate(resource)
+    assert message in str(error.value)
+    assert isinstance(error.value, ValueError)
+
+
+def test_several_problems_are_all_reported():
+    with pytest.raises(crds.ValidationError) as error:
+        crds.validate({**agent(config={"reasoningLoopMaxSteps": 50}), "spec": {"config": {"reasoningLoopMaxSteps": 50}}})
+    assert "spec.modelAPI" in str(error.value) and "reasoningLoopMaxSteps" in str(error.value)
+    assert len(error.value.problems) == 2
+
+
+def test_defaults_are_applied_recursively_and_the_input_is_not_changed():
+    resource = agent(config={"memory": {"contextLimit": 3}})
+    before = copy.deepcopy(resource)
+    spec = crds.validate(resource)["spec"]
+    assert resource == before
+    assert spec["config"]["reasoningLoopMaxSteps"] == 5
+    assert spec["config"]["memory"] == {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500}
+    assert spec["agentNetwork"] == {"access": [], "expose": True}
+    assert (spec["mcpServers"], spec["replicas"], spec["waitForDependencies"]) == ([], 1, True)
+    assert "telemetry" not in spec["config"], "objects without a default stay absent"
+    telemetry = crds.validate(agent(config={"telemetry": {"endpoint": "http://otel:4317"}}))["spec"]["config"]["telemetry"]
+    assert telemetry == {"endpoint": "http://otel:4317", "enabled": False}
+
+
+def test_the_seed_shape_is_accepted_exactly():
+    worker = {
+        "apiVersion": "kaos.tools/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "loop-worker-del", "namespace": "kaos-e2e"},
+        "spec": {
+            "modelAPI": "shared-llm",
+            "mcpServers": [],
+            "waitForDependencies": False,
+            "config": {
+                "description": "Worker for agentic loop tests",
+                "instructions": "You are a worker. Process tasks and respond briefly.",
+                "reasoningLoopMaxSteps": 3,
+                "env": [{"name": "AGENT_LOG_LEVEL", "value": "DEBUG"},
+                        {"name": "MODEL_NAME", "value": "ollama/smollm2:135m"},
+                        {"name": "DEBUG_MOCK_RESPONSES", "value": '["Task processed."]'}],
+            },
+            "agentNetwork": {"access": ["loop-coord-del"]},
+        },
+    }
+    result = crds.validate(worker)
+    assert result["spec"]["waitForDependencies"] is False
+    assert result["spec"]["config"]["env"] == worker["spec"]["config"]["env"]
+    hosted = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "shared-llm"},
+              "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}}
+    assert crds.validate(hosted)["spec"]["mode"] == "Hosted"
+
+
+def test_crd_dir_comes_from_kaos_charts_dir(tmp_path, monkeypatch):
+    (tmp_path / "kaos" / "crds").mkdir(parents=True)
+    monkeypatch.setenv("KAOS_CHARTS_DIR", str(tmp_path))
+    assert crds.default_crd_dir() == tmp_path / "kaos" / "crds"
+    with pytest.raises(FileNotFoundError, match="KAOS_CHARTS_DIR"):
+        crds.validate(agent())
+    monkeypatch.delenv("KAOS_CHARTS_DIR")
+    assert crds.default_crd_dir() == ROOT / "charts" / "kaos" / "crds"
+    assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer"}
+
+
+def test_the_offline_model_of_the_examples_answers_in_real_litellm(tmp_path):
+    """The single-agent example's ModelAPI, rendered by the chart, runs in the real LiteLLM proxy
+    and answers the agent's model without any network."""
+    resources = valid(EXAMPLES / "single-agent")
+    modelapi = next(r for r in resources if r["kind"] == "ModelAPI")
+    assistant = next(r for r in resources if r["kind"] == "Agent")
+    settings = Settings()
+    result = plan(modelapi, {}, settings, cluster_endpoint_of(settings, {}))
+    proxy = kubelet.start(render(result.chart, result.values, release=result.release), tmp_path, "litellm")
+    try:
+        wait_until_ok(proxy, "/health/liveliness", timeout=90)
+        reply = httpx.post(f"{proxy.url}/v1/chat/completions", timeout=30, json={
+            "model": assistant["spec"]["model"], "messages": [{"role": "user", "content": "hello"}]})
+        assert reply.status_code == 200, reply.text
+        assert "mock model" in reply.json()["choices"][0]["message"]["content"]
+    finally:
+        proxy.stop()
