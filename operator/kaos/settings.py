@@ -61,6 +61,7 @@ class Settings:
     cluster_domain: str = "cluster.local"
     log_level: str = "INFO"
     health_port: int = 8080
+    health_host: str = "0.0.0.0"
     operator_namespace: str = ""
     # Operator tuning, not published by the platform chart: how often each resource's kopf
     # timer compares its dependencies and Deployment with what it last wrote, and the first
@@ -104,6 +105,7 @@ class Settings:
             cluster_domain=reader.str("KAOS_CLUSTER_DOMAIN", base.cluster_domain),
             log_level=reader.str("KAOS_LOG_LEVEL", base.log_level).upper(),
             health_port=reader.int("KAOS_HEALTH_PORT", base.health_port),
+            health_host=reader.str("KAOS_HEALTH_HOST", base.health_host),
             operator_namespace=reader.str("KAOS_OPERATOR_NAMESPACE", base.operator_namespace),
             resync_seconds=reader.float("KAOS_RESYNC_SECONDS", base.resync_seconds),
             helm_retry_seconds=reader.float("KAOS_HELM_RETRY_SECONDS", base.helm_retry_seconds),

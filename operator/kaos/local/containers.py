@@ -88,9 +88,10 @@ def resolve_env(
     """The container's env, in order, as the kubelet builds it.
 
     ``objects`` maps (kind, name) -> ConfigMap/Secret of the namespace. ``overrides`` replace
-    the chart's value of a name (HOST, PORT) and are defined even if the chart omits them.
+    the chart's value of a name (HOST, PORT); they are defined first, so that any entry may
+    refer to them, and exist even if the chart omits them.
     """
-    result: dict[str, str] = {}
+    result: dict[str, str] = dict(overrides)
     for entry in env_list or []:
         name = entry.get("name")
         if not name:
@@ -105,8 +106,6 @@ def resolve_env(
             result[name] = value
         else:
             result[name] = expand(str(entry.get("value", "")), result)
-    for name, value in overrides.items():
-        result.setdefault(name, value)
     return result
 
 

@@ -18,6 +18,7 @@ def main() -> int:
         return 2
     kopf.configure(log_format=kopf.LogFormat.JSON, verbose=settings.log_level == "DEBUG")
     logging.getLogger().setLevel(settings.log_level)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per probe otherwise
 
     import kaos.operator.handlers  # noqa: F401  (registers the handlers)
 
@@ -26,7 +27,7 @@ def main() -> int:
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,
-        liveness_endpoint=f"http://0.0.0.0:{settings.health_port}/healthz",
+        liveness_endpoint=f"http://{settings.health_host}:{settings.health_port}/healthz",
     )
     return 0
 

@@ -1,0 +1,52 @@
+"""`python -m kaos.operator`: settings from env, JSON-lines logs, the liveness endpoint."""
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.support.processes import free_port, spawn
+
+
+async def wait_healthy(service, timeout: float = 30.0) -> httpx.Response:
+    """Poll /healthz without blocking the event loop that serves kmock."""
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient() as client:
+        while time.monotonic() < deadline:
+            assert service.process.poll() is None, service.log()
+            try:
+                response = await client.get(f"{service.url}/healthz", timeout=1.0)
+                if response.status_code == 200:
+                    return response
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"no 200 on /healthz within {timeout}s:\n{service.log()}")
+
+
+async def test_operator_process_serves_healthz_and_logs_json_lines(kube, tmp_path):
+    port = free_port()
+    service = spawn("operator", ["-m", "kaos.operator"], {"KAOS_HEALTH_PORT": port, "KAOS_HEALTH_HOST": "127.0.0.1"},
+                    str(tmp_path), port=port)
+    try:
+        await wait_healthy(service)
+    finally:
+        service.stop()
+    lines = [line for line in service.log().splitlines() if line.strip()]
+    assert lines, "the operator logged nothing"
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(records) >= len(lines) - 1, f"not JSON lines:\n{service.log()}"  # a shutdown line may be plain
+    assert any("KAOS operator" in record.get("message", "") for record in records)
+
+
+def test_invalid_settings_exit_with_a_message():
+    result = subprocess.run(
+        [sys.executable, "-m", "kaos.operator"],
+        env={"PATH": "/usr/bin:/bin", "KAOS_GATEWAY_ENABLED": "perhaps"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "KAOS_GATEWAY_ENABLED" in result.stderr and "Traceback" not in result.stderr
