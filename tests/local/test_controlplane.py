@@ -1,0 +1,168 @@
+"""The control plane with the real reconcile core and real `helm template`, running a tiny
+stand-in program in place of the runtime and LiteLLM (an HTTP server on $PORT), so that
+ordering, rolling, deleting and restarting are checked in a second or two."""
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import httpx
+import pytest
+
+from kaos.local.controlplane import ApplyError, ControlPlane, validate_documents
+from kaos.local.server import ensure_helm_on_path
+from kaos.reconcile import Ref
+from kaos.settings import Settings
+
+STAND_IN = textwrap.dedent(f"""\
+    #!{sys.executable}
+    import http.server, json, os, sys
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({{"argv": sys.argv[1:], "pid": os.getpid(),
+                               "env": {{k: v for k, v in os.environ.items() if k.isupper()}}}}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *args):
+            pass
+    http.server.HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
+""")
+
+MODELAPI = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+            "spec": {"mode": "Proxy", "proxyConfig": {"models": ["m"]}}}
+
+
+def agent(name="a", **spec):
+    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": name},
+            "spec": {"modelAPI": "llm", "model": "m", **spec}}
+
+
+@pytest.fixture
+async def control(tmp_path):
+    program = tmp_path / "stand-in"
+    program.write_text(STAND_IN)
+    program.chmod(0o755)
+    settings = Settings.from_env({})
+    ensure_helm_on_path(settings.charts_dir)
+    plane = ControlPlane(tmp_path / "home", settings, which=lambda name: str(program))
+    plane.start()
+    yield plane
+    await plane.stop()
+
+
+async def until(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+def phase(plane, kind, name):
+    return (plane.resources.get(Ref(kind, "default", name), {}).get("status") or {}).get("phase")
+
+
+def info(plane, kind, name) -> dict:
+    port = plane.ports[Ref(kind, "default", name)]
+    return httpx.get(f"http://127.0.0.1:{port}/").json()
+
+
+async def test_agent_waits_for_its_modelapi_then_runs_with_its_url(control):
+    control.apply([(agent(), "a.yaml")])
+    await until(lambda: phase(control, "Agent", "a") == "Waiting")
+    assert "ModelAPI llm (not found)" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
+    control.apply([(MODELAPI, "m.yaml")])
+    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    assert phase(control, "ModelAPI", "llm") == "Ready"
+    env = info(control, "Agent", "a")["env"]
+    assert env["MODEL_API_URL"] == control.endpoint_of("ModelAPI", "default", "llm")
+    assert env["HOST"] == "127.0.0.1"
+    assert env["PORT"] == str(control.ports[Ref("Agent", "default", "a")])
+    litellm = info(control, "ModelAPI", "llm")
+    config = litellm["argv"][litellm["argv"].index("--config") + 1]
+    assert config.startswith(str(control.home / "volumes"))
+    assert "model_name: m" in open(config).read()
+
+
+async def test_changed_manifest_rolls_the_process_unchanged_does_not(control):
+    control.apply([(MODELAPI, "m.yaml"), (agent(), "a.yaml")])
+    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    first = info(control, "Agent", "a")["pid"]
+    assert control.apply([(agent(), "a.yaml")])[0]["result"] == "unchanged"
+    await control.settled()
+    assert info(control, "Agent", "a")["pid"] == first
+    changed = agent(config={"instructions": "Be terse."})
+    assert control.apply([(changed, "a.yaml")])[0]["result"] == "configured"
+    await until(lambda: phase(control, "Agent", "a") == "Ready" and info(control, "Agent", "a")["pid"] != first)
+    assert info(control, "Agent", "a")["env"]["AGENT_INSTRUCTIONS"] == "Be terse."
+    assert control.resources[Ref("Agent", "default", "a")]["metadata"]["generation"] == 2
+
+
+async def test_delete_stops_the_process(control):
+    control.apply([(MODELAPI, "m.yaml")])
+    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready")
+    pid = info(control, "ModelAPI", "llm")["pid"]
+    assert control.delete(Ref("ModelAPI", "default", "llm"))
+    await control.settled()
+    await until(lambda: not _alive(pid))
+    assert control.deployments() == []
+    assert not control.delete(Ref("ModelAPI", "default", "llm"))
+
+
+async def test_crashed_process_is_restarted(control):
+    control.apply([(MODELAPI, "m.yaml")])
+    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready")
+    pid = info(control, "ModelAPI", "llm")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready" and control.deployments()[0]["restarts"] == 1)
+    assert info(control, "ModelAPI", "llm")["pid"] != pid
+
+
+async def test_dependents_follow_their_dependency(control):
+    control.apply([(MODELAPI, "m.yaml"), (agent(), "a.yaml")])
+    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    control.apply([(agent("b", agentNetwork={"access": ["a"]}), "b.yaml")])
+    await until(lambda: phase(control, "Agent", "b") == "Ready")
+    assert info(control, "Agent", "b")["env"]["PEER_AGENTS"] == "a"
+    control.delete(Ref("Agent", "default", "a"))
+    await until(lambda: phase(control, "Agent", "b") == "Waiting")
+
+
+async def test_model_not_offered_fails_with_the_core_message(control):
+    control.apply([(MODELAPI, "m.yaml"), (agent(model="other"), "a.yaml")])
+    await until(lambda: phase(control, "Agent", "a") == "Failed")
+    assert "'other'" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
+
+
+async def test_hosted_modelapi_without_ollama_is_failed(control, monkeypatch):
+    control.which = lambda name: None if name == "ollama" else "/bin/true"
+    hosted = {**MODELAPI, "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}}
+    control.apply([(hosted, "h.yaml")])
+    await until(lambda: phase(control, "ModelAPI", "llm") == "Failed")
+    assert "ollama" in control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
+
+
+def test_invalid_manifest_names_the_file_and_the_field():
+    bad = agent(config={"reasoningLoopMaxSteps": 99})
+    with pytest.raises(ApplyError, match=r"bad\.yaml: .*reasoningLoopMaxSteps"):
+        validate_documents([(MODELAPI, "good.yaml"), (bad, "bad.yaml")])
+    with pytest.raises(ApplyError, match=r"x\.yaml: kind 'Pod' is not supported"):
+        validate_documents([({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "x.yaml")])
+
+
+def test_validation_orders_dependencies_first():
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}}
+    kinds = [d["kind"] for d, _ in validate_documents([(agent(), "a"), (MODELAPI, "m"), (secret, "s")])]
+    assert kinds == ["Secret", "ModelAPI", "Agent"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
