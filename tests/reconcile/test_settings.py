@@ -30,6 +30,7 @@ def test_defaults_equal_the_platform_chart_values():
     assert settings.log_level == VALUES["operator"]["logLevel"]
     assert settings.health_port == VALUES["operator"]["healthPort"]
     assert settings.charts_dir == REPO_CHARTS_DIR
+    assert settings.cluster_domain == VALUES.get("clusterDomain", "cluster.local")
 
 
 def test_from_env_reads_every_kaos_variable():

@@ -54,10 +54,11 @@ class OperatorState:
     backoff: Backoff
     applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
+    seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.locks):
+        for table in (self.applied, self.failures, self.seen, self.locks):
             table.pop(ref, None)
         self.backoff.succeed(ref)
 
@@ -75,11 +76,30 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
 
 
+def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
+    """What a reconcile reads: the resource, its dependencies and its Deployment, by version."""
+    ref = resource_key(resource)
+    dependency_versions = tuple(_version(world.get(dependency)) for dependency in dependencies(resource))
+    return _version(resource), dependency_versions, world.replicas(ref)
+
+
+def _version(obj: Mapping[str, Any] | None):
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion", id(obj))
+
+
 async def reconcile(body, *, world: World, state: OperatorState, patch, logger, force: bool) -> HelmFailure | None:
-    """Returns the helm failure, if any, after writing it to status (the caller decides to retry)."""
+    """Returns the helm failure, if any, after writing it to status (the caller decides to retry).
+
+    Without force, nothing is done when no input changed since the last reconcile and no
+    helm failure waits for a retry.
+    """
     resource = plain(body)
     ref = resource_key(resource)
     async with state.locks[ref]:
+        inputs = fingerprint(resource, world)
+        if not force and ref not in state.failures and state.seen.get(ref) == inputs:
+            return None
+        state.seen[ref] = inputs
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
