@@ -3,6 +3,7 @@ reconcile core into a workload chart, and renders valid Kubernetes objects. Inva
 are rejected with a message that names the field."""
 
 import copy
+import json
 from pathlib import Path
 
 import httpx
@@ -171,3 +172,13 @@ def test_the_offline_model_of_the_examples_answers_in_real_litellm(tmp_path):
         assert "mock model" in reply.json()["choices"][0]["message"]["content"]
     finally:
         proxy.stop()
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_scripted_model_replies_in_examples_are_json_lists_of_strings(folder):
+    for resource in valid(folder):
+        env = resource["spec"].get("config", {}).get("env", []) + resource["spec"].get("container", {}).get("env", [])
+        for item in env:
+            if item["name"] == "DEBUG_MOCK_RESPONSES":
+                replies = json.loads(item["value"])
+                assert isinstance(replies, list) and all(isinstance(r, str) for r in replies)
