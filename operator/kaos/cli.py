@@ -295,8 +295,17 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Options and positionals may be mixed (``kaos chat AGENT -n NS MESSAGE``)."""
+    root = parser()
+    commands = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
+    if argv and argv[0] in commands.choices:
+        return commands.choices[argv[0]].parse_intermixed_args(argv[1:])
+    return root.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
     except KeyboardInterrupt:
