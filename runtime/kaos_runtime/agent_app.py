@@ -76,12 +76,10 @@ class Runtime:
     async def _prepare(self) -> None:
         """Attempt discovery once (bounded), load litellm if asked; then report ready."""
         self.waiting_for = ["tool and peer discovery"]
-        try:
-            await asyncio.wait_for(
-                asyncio.gather(self.tools.discover(), self.peers.fetch_cards()), STARTUP_DISCOVERY_SECONDS
-            )
-        except Exception as error:
-            log.warning("startup discovery incomplete (will retry lazily): %s", describe(error))
+        await asyncio.gather(self.tools.discover(STARTUP_DISCOVERY_SECONDS),
+                             self.peers.fetch_cards(STARTUP_DISCOVERY_SECONDS))
+        if not (self.tools.complete and self.peers.complete):
+            log.warning("startup discovery incomplete; it is retried lazily")
         if self.config.model_preload:
             self.waiting_for = ["model client"]
             try:

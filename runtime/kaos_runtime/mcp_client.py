@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from .config import McpServer
 from .errors import describe
+from .refresh import Refresher
 
 log = logging.getLogger("kaos_runtime.mcp")
 
-RETRY_INTERVAL_SECONDS = 2.0
+CONNECT_TIMEOUT_SECONDS = 10.0
 
 
 class ToolError(Exception):
@@ -53,7 +53,7 @@ class McpConnection:
         stop = asyncio.Event()
         asyncio.create_task(self._hold(ready, stop))
         try:
-            self._client = await asyncio.wait_for(asyncio.shield(ready), self.timeout)
+            self._client = await asyncio.wait_for(asyncio.shield(ready), CONNECT_TIMEOUT_SECONDS)
         except BaseException:
             stop.set()
             raise
@@ -114,8 +114,7 @@ class ToolCatalog:
         self._tools: dict[str, dict] = {}
         self._owner: dict[str, str] = {}
         self._discovered: set[str] = set()
-        self._last_attempt = 0.0
-        self._discovering: asyncio.Task | None = None
+        self._refresher = Refresher(self._discover)
 
     @property
     def complete(self) -> bool:
@@ -124,14 +123,15 @@ class ToolCatalog:
     def skills(self) -> list[dict]:
         return list(self._tools.values())
 
-    async def discover(self) -> None:
-        """List tools on every server not yet discovered (single flight)."""
-        if self._discovering is None or self._discovering.done():
-            self._discovering = asyncio.create_task(self._discover())
-        await asyncio.shield(self._discovering)
+    async def discover(self, wait: float | None = None) -> None:
+        """List tools on every server not yet discovered; wait at most `wait` seconds."""
+        await self._refresher.run(wait)
+
+    async def refresh_if_incomplete(self) -> None:
+        if not self.complete:
+            await self._refresher.run_if_due()
 
     async def _discover(self) -> None:
-        self._last_attempt = time.monotonic()
         pending = [name for name in self.connections if name not in self._discovered]
         results = await asyncio.gather(
             *(self.connections[name].list_tools() for name in pending), return_exceptions=True
@@ -146,17 +146,15 @@ class ToolCatalog:
                 self._owner[tool["name"]] = name
             log.info("MCP server %s offers %s", name, [tool["name"] for tool in result])
 
-    async def refresh_if_incomplete(self) -> None:
-        if not self.complete and time.monotonic() - self._last_attempt >= RETRY_INTERVAL_SECONDS:
-            await self.discover()
-
     async def call(self, tool: str, arguments: dict) -> str:
         if tool not in self._owner:
             await self.refresh_if_incomplete()
         server = self._owner.get(tool)
         if server is None:
             known = ", ".join(sorted(self._tools)) or "none"
-            raise ToolError(f"unknown tool {tool!r} (available tools: {known})")
+            unreachable = [name for name in self.connections if name not in self._discovered]
+            hint = f"; not reachable yet: MCP server {', '.join(unreachable)}" if unreachable else ""
+            raise ToolError(f"unknown tool {tool!r} (available tools: {known}{hint})")
         text, is_error = await self.connections[server].call_tool(tool, arguments)
         if is_error:
             raise ToolError(f"tool {tool!r} reported an error: {text}")

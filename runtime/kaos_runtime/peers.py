@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 
 from .config import Peer
 from .errors import describe
 from .http import HttpClient
+from .refresh import Refresher
 
 log = logging.getLogger("kaos_runtime.peers")
 
 DEPTH_HEADER = "X-KAOS-Delegation-Depth"
-RETRY_INTERVAL_SECONDS = 2.0
 CARD_TIMEOUT_SECONDS = 5.0
 
 
@@ -28,7 +27,7 @@ class PeerDirectory:
         self.http = http
         self.timeout = timeout
         self._cards: dict[str, dict] = {}
-        self._last_attempt = 0.0
+        self._refresher = Refresher(self._fetch_missing_cards)
 
     @property
     def complete(self) -> bool:
@@ -43,8 +42,15 @@ class PeerDirectory:
             for name in self.peers
         ]
 
-    async def fetch_cards(self) -> None:
-        self._last_attempt = time.monotonic()
+    async def fetch_cards(self, wait: float | None = None) -> None:
+        """Fetch the cards not fetched yet; wait at most `wait` seconds."""
+        await self._refresher.run(wait)
+
+    async def refresh_if_incomplete(self) -> None:
+        if not self.complete:
+            await self._refresher.run_if_due()
+
+    async def _fetch_missing_cards(self) -> None:
         missing = [peer for name, peer in self.peers.items() if name not in self._cards]
         results = await asyncio.gather(*(self._card(peer) for peer in missing), return_exceptions=True)
         for peer, result in zip(missing, results):
@@ -52,10 +58,6 @@ class PeerDirectory:
                 log.info("card of peer %s not available yet: %s", peer.name, describe(result))
             else:
                 self._cards[peer.name] = result
-
-    async def refresh_if_incomplete(self) -> None:
-        if not self.complete and time.monotonic() - self._last_attempt >= RETRY_INTERVAL_SECONDS:
-            await self.fetch_cards()
 
     async def _card(self, peer: Peer) -> dict:
         status, body = await self.http.request("GET", peer.card_url, timeout=CARD_TIMEOUT_SECONDS)

@@ -118,7 +118,8 @@ def test_tools_are_discovered_when_the_server_starts_later(start, mock_model):
     assert httpx.get(agent.url + "/.well-known/agent").json()["skills"] == []
     mock_model.script(tool_block("shout", '{"message": "x"}'))
     reply = chat(agent, "server is down", session_id="down")
-    assert reply.status_code == 200 and "Tool shout failed" in reply.json()["choices"][0]["message"]["content"]
+    content = reply.json()["choices"][0]["message"]["content"]
+    assert reply.status_code == 200 and "Tool shout failed" in content and "not reachable yet: MCP server late-tools" in content
     assert events(agent, session_id="down", event_type="error")["total"] == 1
     start("mcp", "late-tools", {"MCP_TOOLS_STRING": TOOLS}, port=port)
     deadline = time.monotonic() + 20
