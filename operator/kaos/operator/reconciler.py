@@ -1,8 +1,9 @@
 """One reconcile of one resource: plan with the core, converge its Helm release, write status.
 
-Called by the kopf change handlers (force=True: always run helm) and by each resource's
-resync timer (force=False: run helm only when the chart values changed since the last
-successful run, and not before the backoff after a helm failure has passed).
+Called by the kopf change handlers (force=True) and by each resource's resync timer
+(force=False). Helm runs only when the chart values differ from the last successful run in
+this process (always after a restart); the timer also waits out the backoff after a helm
+failure, while a change handler (a kopf retry, or the user's edit) tries at once.
 """
 
 from __future__ import annotations
@@ -122,11 +123,10 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
 
 async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force: bool) -> HelmFailure | None:
     values = current.values
-    if not force:
-        if state.applied.get(ref, _UNSET) == values:
-            return None
-        if state.backoff.blocked(ref):
-            return state.failures.get(ref)
+    if state.applied.get(ref, _UNSET) == values:
+        return None
+    if not force and state.backoff.blocked(ref):
+        return state.failures.get(ref)
     command = f"upgrade --install {current.release}" if values is not None else f"uninstall {current.release}"
     try:
         if values is None:
