@@ -162,5 +162,7 @@ class Gateway:
             await send({"type": "http.response.body", "body": b""})
         except (aiohttp.ClientError, asyncio.TimeoutError):
             await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            pass  # the client went away mid-response (uvicorn's ClientDisconnected)
         finally:
             response.release()
