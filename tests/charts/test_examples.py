@@ -182,3 +182,18 @@ def test_scripted_model_replies_in_examples_are_json_lists_of_strings(folder):
             if item["name"] == "DEBUG_MOCK_RESPONSES":
                 replies = json.loads(item["value"])
                 assert isinstance(replies, list) and all(isinstance(r, str) for r in replies)
+
+
+def test_the_status_the_reconcile_core_writes_fits_the_crd_status_schema():
+    from kaos.reconcile import status
+
+    resources = valid(EXAMPLES / "multi-agent")
+    known = {ref_of(r): r for r in resources}
+    settings = Settings()
+    for resource in resources:
+        observed = {ref: {**known[ref], "status": {"ready": True}} for ref in dependencies(resource)}
+        result = plan({**resource, "metadata": {**resource["metadata"], "generation": 2}}, observed, settings,
+                      cluster_endpoint_of(settings, known))
+        written = status(resource, result, 1, 1)
+        conditions = [{**c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in written["conditions"]]
+        crds.validate({**resource, "status": {**written, "conditions": conditions}})
