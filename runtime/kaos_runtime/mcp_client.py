@@ -84,14 +84,15 @@ class McpConnection:
         self._stop = None
 
     async def _request(self, call):
-        """Run `call(client)`, reconnecting once if the held session has gone bad."""
+        """Run `call(client)`, reconnecting once if the held session has gone bad (never after
+        a timeout: the server may still be running the call)."""
         for attempt in (1, 2):
             try:
                 client = await self._connected()
                 return await asyncio.wait_for(call(client), self.timeout)
             except Exception as error:
                 self.drop()
-                if attempt == 2:
+                if attempt == 2 or isinstance(error, asyncio.TimeoutError):
                     raise ToolError(f"MCP server {self.server.name} ({self.server.url}): {describe(error)}") from error
 
     async def list_tools(self) -> list[dict]:

@@ -168,3 +168,23 @@ def test_acompletion_client_and_preload(start, mock_model):
     mock_model.script("through litellm.acompletion")
     assert chat(agent, "hi").json()["choices"][0]["message"]["content"] == "through litellm.acompletion"
     assert mock_model.requests()[-1]["model"] == "ollama/smollm2:135m"
+
+
+def test_tool_server_going_down_and_coming_back(start, mock_model):
+    port = free_port()
+    server = start("mcp", "flaky-tools", {"MCP_TOOLS_STRING": TOOLS}, port=port)
+    agent = start("agent", "patient", agent_env(
+        "patient", mock_model, MCP_SERVERS="flaky-tools", MCP_SERVER_FLAKY_TOOLS_URL=f"http://127.0.0.1:{port}/mcp",
+    ))
+    mock_model.script(tool_block("shout", '{"message": "one"}'), "first done")
+    assert chat(agent, "first").json()["choices"][0]["message"]["content"] == "first done"
+    server.stop()
+    mock_model.script(tool_block("shout", '{"message": "two"}'))
+    reply = chat(agent, "second", session_id="while-down")
+    assert reply.status_code == 200
+    assert "Tool shout failed: MCP server flaky-tools" in reply.json()["choices"][0]["message"]["content"]
+    assert events(agent, session_id="while-down", event_type="error")["total"] == 1
+    start("mcp", "flaky-tools", {"MCP_TOOLS_STRING": TOOLS}, port=port)
+    mock_model.script(tool_block("shout", '{"message": "three"}'), "third done")
+    assert chat(agent, "third", session_id="back").json()["choices"][0]["message"]["content"] == "third done"
+    assert events(agent, session_id="back", event_type="tool_result")["events"][0]["content"]["result"] == "THREE"
