@@ -7,6 +7,7 @@ import pytest
 from kopf.testing import KopfRunner
 
 import kaos.operator.handlers as handlers
+from kaos.operator.tools import ToolsUnavailable, discover_tools
 from kaos.settings import Settings
 from tests.operator.harness import (
     Cluster,
@@ -39,6 +40,13 @@ def kmock_options(kmock_options):
 def charts_dir():
     """Where the operator finds its charts; a test may override this fixture."""
     return REPO_CHARTS
+
+
+async def loopback_only_discovery(url: str) -> list[str]:
+    """Real tools/list for servers on 127.0.0.1; cluster Service names are never looked up."""
+    if not url.startswith("http://127.0.0.1:"):
+        raise ToolsUnavailable(f"{url} is not reachable from the tests")
+    return await discover_tools(url)
 
 
 class Operator:
@@ -74,6 +82,7 @@ def start_operator(kube, monkeypatch):
             return backends[-1]
 
         monkeypatch.setattr(handlers, "backend_factory", make_backend)
+        monkeypatch.setattr(handlers, "tools_discoverer", loopback_only_discovery)
         settings = kopf.OperatorSettings()
         settings.scanning.disabled = True
         settings.watching.server_timeout = 10

@@ -7,7 +7,9 @@ import pytest
 
 from tests.operator.conftest import REPO_CHARTS
 from tests.operator.harness import eventually
-from tests.operator.test_lifecycle import agent, assert_quiet, proxy_api
+from tests.operator.test_lifecycle import ECHO, agent, assert_quiet, proxy_api
+from tests.operator.test_main import wait_answering
+from tests.support.processes import free_port, spawn
 
 BROKEN_TEMPLATE = '{{ fail "the agent chart is broken on purpose" }}\n'
 
@@ -46,10 +48,25 @@ async def test_helm_failure_is_reported_retried_with_backoff_and_recovers(operat
     assert helm.applied("agent-solo"), "the release was applied once the chart rendered"
 
 
-async def test_external_mcp_server_is_ready_without_a_release(operator):
+async def test_external_mcp_server_is_ready_without_a_release_and_lists_its_tools(operator, tmp_path):
     cluster, helm = operator.cluster, operator.helm
-    await cluster.create("MCPServer", "remote", {"runtime": "custom", "url": "https://tools.example.com/mcp"})
-    ready = await eventually(lambda: cluster.status("MCPServer", "remote").get("ready") and cluster.status("MCPServer", "remote"))
-    assert ready["endpoint"] == "https://tools.example.com/mcp"
+    port = free_port()
+    server = spawn("mcp", ["-m", "kaos_runtime", "mcp"], {"MCP_TOOLS_STRING": ECHO}, str(tmp_path), port=port)
+    try:
+        await wait_answering(server, "/health")
+        url = f"http://127.0.0.1:{port}/mcp"
+        await cluster.create("MCPServer", "remote", {"runtime": "custom", "url": url})
+        ready = await eventually(lambda: cluster.status("MCPServer", "remote").get("tools") and cluster.status("MCPServer", "remote"))
+    finally:
+        server.stop()
+    assert ready["phase"] == "Ready" and ready["endpoint"] == url
+    assert ready["tools"] == ["echo"]
     assert helm.applied("mcpserver-remote") == []
     await assert_quiet(cluster, "MCPServer", "remote", resync_periods=3)
+
+
+async def test_unreachable_mcp_server_is_ready_with_no_tools(operator):
+    cluster = operator.cluster
+    await cluster.create("MCPServer", "far", {"runtime": "custom", "url": "https://tools.example.com/mcp"})
+    ready = await eventually(lambda: cluster.status("MCPServer", "far").get("ready") and cluster.status("MCPServer", "far"))
+    assert ready["tools"] == []

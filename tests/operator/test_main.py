@@ -11,20 +11,20 @@ import httpx
 from tests.support.processes import free_port, spawn
 
 
-async def wait_healthy(service, timeout: float = 30.0) -> httpx.Response:
-    """Poll /healthz without blocking the event loop that serves kmock."""
+async def wait_answering(service, path: str, timeout: float = 30.0) -> httpx.Response:
+    """Poll ``path`` until 200, without blocking the event loop that serves kmock."""
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient() as client:
         while time.monotonic() < deadline:
             assert service.process.poll() is None, service.log()
             try:
-                response = await client.get(f"{service.url}/healthz", timeout=1.0)
+                response = await client.get(f"{service.url}{path}", timeout=1.0)
                 if response.status_code == 200:
                     return response
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(0.1)
-    raise AssertionError(f"no 200 on /healthz within {timeout}s:\n{service.log()}")
+    raise AssertionError(f"no 200 on {path} within {timeout}s:\n{service.log()}")
 
 
 async def test_operator_process_serves_healthz_and_logs_json_lines(kube, tmp_path):
@@ -32,7 +32,7 @@ async def test_operator_process_serves_healthz_and_logs_json_lines(kube, tmp_pat
     service = spawn("operator", ["-m", "kaos.operator"], {"KAOS_HEALTH_PORT": port, "KAOS_HEALTH_HOST": "127.0.0.1"},
                     str(tmp_path), port=port)
     try:
-        await wait_healthy(service)
+        await wait_answering(service, "/healthz")
     finally:
         service.stop()
     lines = [line for line in service.log().splitlines() if line.strip()]

@@ -18,6 +18,7 @@ import kopf
 from kaos.helm import HelmBackend, HelmError
 from kaos.operator.backoff import Backoff
 from kaos.operator.reconciler import OperatorState, reconcile, uninstall
+from kaos.operator.tools import discover_tools
 from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts, resource_key
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI
 from kaos.settings import Settings
@@ -26,8 +27,10 @@ GROUP, VERSION = "kaos.tools", "v1alpha1"
 PLURALS = {AGENT: "agents", MODELAPI: "modelapis", MCPSERVER: "mcpservers"}
 FINALIZER = "kaos.tools/finalizer"
 
-# Replaced by tests to record helm calls instead of running against a cluster.
+# Replaced by tests: to record helm calls instead of running against a cluster, and to keep
+# MCP tool discovery on loopback addresses.
 backend_factory = HelmBackend
+tools_discoverer = discover_tools
 
 
 def _resync_seconds() -> float:
@@ -59,6 +62,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
         settings=kaos_settings,
         backend=backend_factory(kaos_settings),
         backoff=Backoff(base=kaos_settings.helm_retry_seconds),
+        discover_tools=tools_discoverer,
     )
     logger.info(
         f"KAOS operator: charts in {kaos_settings.charts_dir}, "

@@ -18,11 +18,13 @@ from typing import Any, Mapping
 from kaos import crds
 from kaos.helm import HelmError
 from kaos.operator.backoff import Backoff
+from kaos.operator.tools import ToolsUnavailable, discover_tools
 from kaos.operator.world import World, plain, resource_key
 from kaos.reconcile import (
     CHART_OF,
     DEPLOY,
     FAILED,
+    MCPSERVER,
     Plan,
     Ref,
     cluster_endpoint_of,
@@ -53,13 +55,15 @@ class OperatorState:
     settings: Settings
     backend: Any  # apply(chart, release, namespace, values) / uninstall(release, namespace)
     backoff: Backoff
+    discover_tools: Any = discover_tools  # async (url) -> [tool names]; raises ToolsUnavailable
     applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
+    tools: dict = field(default_factory=dict)  # Ref -> (endpoint, tool names) of a ready MCPServer
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.seen, self.locks):
+        for table in (self.applied, self.failures, self.seen, self.tools, self.locks):
             table.pop(ref, None)
         self.backoff.succeed(ref)
 
@@ -109,6 +113,8 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
         desired = status(resource, current, ready_replicas, replicas)
         if failure is not None:
             desired = _with_helm_failure(desired, failure)
+        if ref.kind == MCPSERVER and desired["ready"]:
+            desired["tools"] = await _tools(ref, desired["endpoint"], state, logger)
         _patch_status(resource.get("status") or {}, desired, patch)
         return failure
 
@@ -144,6 +150,19 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
     state.failures.pop(ref, None)
     state.backoff.succeed(ref)
     return None
+
+
+async def _tools(ref: Ref, endpoint: str, state: OperatorState, logger) -> list[str]:
+    """Discovered once per endpoint; an unreachable server gives [] (retried on its next change)."""
+    known = state.tools.get(ref)
+    if known is None or known[0] != endpoint:
+        try:
+            names = await state.discover_tools(endpoint)
+        except ToolsUnavailable as error:
+            logger.warning(str(error))
+            names = []
+        known = state.tools[ref] = (endpoint, names)
+    return known[1]
 
 
 def _with_helm_failure(desired: dict, failure: HelmFailure) -> dict:
