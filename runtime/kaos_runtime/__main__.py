@@ -36,10 +36,11 @@ def _serve(app, host: str, port: int, level: str) -> None:
 def _agent(env, level: str) -> None:
     from .agent_app import create_app
     from .config import load_agent_config
+    from .telemetry import setup_telemetry
 
     config = load_agent_config(env)
     host, port = _listen(env)
-    _serve(create_app(config), host, port, level)
+    _serve(create_app(config, setup_telemetry(env, f"agent-{config.name}")), host, port, level)
 
 
 def _mcp(env, level: str) -> None:

@@ -27,6 +27,7 @@ from .mcp_client import ToolCatalog
 from .memory import Memory, new_session_id
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
+from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.agent")
 
@@ -58,14 +59,15 @@ def agent_card(config: AgentConfig, url: str, skills: list[dict]) -> dict:
 class Runtime:
     """Everything one agent process holds: memory, model client, tools, peers, readiness."""
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(self, config: AgentConfig, telemetry: Telemetry | None = None) -> None:
         self.config = config
+        self.telemetry = telemetry or Telemetry()
         self.http = HttpClient()
         self.memory = Memory(config.memory)
         self.model = ModelClient(config)
         self.tools = ToolCatalog(config.mcp_servers, config.tool_timeout)
         self.peers = PeerDirectory(config.peers, self.http, config.peer_timeout)
-        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers)
+        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
         self.ready = False
         self.waiting_for = ["startup"]
         self._startup: asyncio.Task | None = None
@@ -96,6 +98,7 @@ class Runtime:
         await self.tools.close()
         await self.model.close()
         await self.http.close()
+        self.telemetry.shutdown()
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -111,8 +114,8 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(config: AgentConfig) -> FastAPI:
-    runtime = Runtime(config)
+def create_app(config: AgentConfig, telemetry: Telemetry | None = None) -> FastAPI:
+    runtime = Runtime(config, telemetry)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -162,9 +165,11 @@ def create_app(config: AgentConfig) -> FastAPI:
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
         given = request.headers.get(SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
-        content = await runtime.agent.run(
-            AgentRequest(messages=body.messages, session_id=session_id, depth=depth, continued=given is not None)
-        )
+        attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
+        with runtime.telemetry.server_span("chat", request.headers, attributes):
+            content = await runtime.agent.run(AgentRequest(
+                messages=body.messages, session_id=session_id, depth=depth, continued=given is not None,
+            ))
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name
         if body.stream:

@@ -12,6 +12,7 @@ from .memory import Memory
 from .model import ModelClient, ModelError
 from .peers import DelegationError, PeerDirectory
 from .prompts import system_prompt
+from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.loop")
 
@@ -49,8 +50,9 @@ def model_messages(messages: list[dict]) -> list[dict]:
 
 class Agent:
     def __init__(self, config: AgentConfig, memory: Memory, model: ModelClient,
-                 tools: ToolCatalog, peers: PeerDirectory) -> None:
+                 tools: ToolCatalog, peers: PeerDirectory, telemetry: Telemetry | None = None) -> None:
         self.config = config
+        self.telemetry = telemetry or Telemetry()
         self.memory = memory
         self.model = model
         self.tools = tools
@@ -68,7 +70,13 @@ class Agent:
         messages = [{"role": "system", "content": prompt}] + conversation
         for step in range(1, self.config.max_steps + 1):
             try:
-                reply = await self.model.complete(messages)
+                with self.telemetry.span("model.call", {"gen_ai.request.model": self.config.model_name,
+                                                        "kaos.step": step}, client=True) as span:
+                    try:
+                        reply = await self.model.complete(messages)
+                    except ModelError as error:
+                        self.telemetry.failed(span, str(error))
+                        raise
             except ModelError as error:
                 self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer = f"The model call failed: {error}"
@@ -98,11 +106,13 @@ class Agent:
 
     async def _call_tool(self, call: ToolCall, session: str) -> str:
         self.memory.record(session, "tool_call", {"tool": call.tool, "arguments": call.arguments})
-        try:
-            result = await self.tools.call(call.tool, call.arguments)
-        except ToolError as error:
-            self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
-            return f"Tool {call.tool} failed: {error}"
+        with self.telemetry.span("tool.call", {"kaos.tool": call.tool}, client=True) as span:
+            try:
+                result = await self.tools.call(call.tool, call.arguments)
+            except ToolError as error:
+                self.telemetry.failed(span, str(error))
+                self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
+                return f"Tool {call.tool} failed: {error}"
         self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
         return f"Result of tool {call.tool}:\n{result}"
 
@@ -123,10 +133,15 @@ class Agent:
         limit = self.config.memory.context_limit
         context = [m for m in conversation if m["role"] in ("user", "assistant")][-limit:] if limit else []
         messages = context + [{"role": DELEGATION_ROLE, "content": delegation.task}]
-        try:
-            response = await self.peers.delegate(peer, messages, request.depth + 1, self.config.name)
-        except DelegationError as error:
-            self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": str(error)})
-            return f"Delegation to {agent} failed: {error}"
+        with self.telemetry.span("delegate", {"kaos.peer": agent, "kaos.depth": request.depth + 1},
+                                 client=True) as span:
+            try:
+                response = await self.peers.delegate(peer, messages, request.depth + 1, self.config.name,
+                                                     self.telemetry.inject({}))
+            except DelegationError as error:
+                self.telemetry.failed(span, str(error))
+                self.memory.record(session, "delegation_error",
+                                   {"agent": agent, "task": delegation.task, "error": str(error)})
+                return f"Delegation to {agent} failed: {error}"
         self.memory.record(session, "delegation_response", {"agent": agent, "response": response})
         return f"Response from agent {agent}:\n{response}"

@@ -68,11 +68,13 @@ class PeerDirectory:
             raise DelegationError("the card is not a JSON object")
         return card
 
-    async def delegate(self, peer: Peer, messages: list[dict], depth: int, sender: str) -> str:
+    async def delegate(self, peer: Peer, messages: list[dict], depth: int, sender: str,
+                       extra_headers: dict | None = None) -> str:
         """POST the context and a task-delegation message; return the peer's answer."""
         url = peer.base_url + "/v1/chat/completions"
         payload = {"model": peer.name, "messages": messages, "stream": False}
-        headers = {DEPTH_HEADER: str(depth), "X-KAOS-Delegated-By": sender, "Content-Type": "application/json"}
+        headers = {**(extra_headers or {}), DEPTH_HEADER: str(depth), "X-KAOS-Delegated-By": sender,
+                   "Content-Type": "application/json"}
         try:
             status, body = await self.http.request("POST", url, body=json.dumps(payload).encode(),
                                                    headers=headers, timeout=self.timeout)
