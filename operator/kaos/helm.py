@@ -16,6 +16,7 @@ from pyhelm3 import errors as helm_errors
 
 HELM_EXECUTABLE_ENV = "KAOS_HELM"
 MESSAGE_LIMIT = 2000
+HELM_DEBUG_HINT = "Use --debug flag to render out invalid YAML"
 
 
 class HelmError(RuntimeError):
@@ -34,6 +35,7 @@ def _helm_message(error: helm_errors.Error) -> str:
         for line in text.splitlines()
         if line.strip() and not line.startswith(("level=", "WARNING:"))
     ]
+    lines = [line.replace(HELM_DEBUG_HINT, "").strip() for line in lines]
     message = " ".join(lines)[:MESSAGE_LIMIT]
     return message or f"helm exited with code {error.returncode}"
 
