@@ -74,11 +74,16 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     try:
         resource = crds.validate(dict(resource), settings.charts_dir / "kaos" / "crds")
     except crds.ValidationError as invalid:
-        release = release_name(ref.kind, ref.name)
-        return dict(resource), Plan(FAILED, str(invalid), CHART_OF[ref.kind], release, None, "")
+        return dict(resource), _failed(ref, str(invalid))
+    except OSError as error:
+        return dict(resource), _failed(ref, f"the operator cannot read the CRD schemas ({error}); check KAOS_CHARTS_DIR")
     observed = {dependency: world.get(dependency) for dependency in dependencies(resource)}
     known = {**observed, ref: resource}
     return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
+
+
+def _failed(ref: Ref, message: str) -> Plan:
+    return Plan(FAILED, message, CHART_OF[ref.kind], release_name(ref.kind, ref.name), None, "")
 
 
 def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
@@ -140,8 +145,9 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
         else:
             revision = await state.backend.apply(current.chart, current.release, ref.namespace, values)
             logger.info(f"release {current.release} applied (revision {revision})")
-    except HelmError as error:
-        failure = HelmFailure(command, str(error), state.backoff.fail(ref))
+    except Exception as error:  # HelmError, or anything else from helm's edge: retried the same way
+        message = str(error) if isinstance(error, HelmError) else f"{type(error).__name__}: {error}"
+        failure = HelmFailure(command, message, state.backoff.fail(ref))
         state.failures[ref] = failure
         state.applied.pop(ref, None)
         logger.warning(failure.describe())
