@@ -44,6 +44,7 @@ def test_from_env_reads_every_kaos_variable():
         "KAOS_TELEMETRY_ENABLED": "1", "KAOS_TELEMETRY_ENDPOINT": "http://otel:4317",
         "KAOS_WATCH_NAMESPACES": "a, b", "KAOS_MCP_RUNTIMES": '{"fetch": {"port": 9000}}',
         "KAOS_CLUSTER_DOMAIN": "k8s.local", "KAOS_LOG_LEVEL": "debug", "KAOS_HEALTH_PORT": "9090",
+        "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_RESYNC_SECONDS": "0.5", "KAOS_HELM_RETRY_SECONDS": "2",
     })
     assert settings.charts_dir == Path("/opt/kaos/charts")
     assert settings.runtime_image.reference == "r/rt:9" and settings.runtime_image.pull_policy == "Always"
@@ -55,6 +56,8 @@ def test_from_env_reads_every_kaos_variable():
     assert settings.watch_namespaces == ("a", "b")
     assert settings.mcp_runtimes == {"fetch": {"port": 9000}}
     assert settings.cluster_domain == "k8s.local" and settings.log_level == "DEBUG" and settings.health_port == 9090
+    assert settings.health_host == "127.0.0.1"
+    assert settings.resync_seconds == 0.5 and settings.helm_retry_seconds == 2.0
 
 
 @pytest.mark.parametrize(
@@ -63,6 +66,8 @@ def test_from_env_reads_every_kaos_variable():
         ({"KAOS_GATEWAY_ENABLED": "maybe"}, "KAOS_GATEWAY_ENABLED"),
         ({"KAOS_HEALTH_PORT": "x"}, "KAOS_HEALTH_PORT"),
         ({"KAOS_MCP_RUNTIMES": "[1, 2]"}, "KAOS_MCP_RUNTIMES"),
+        ({"KAOS_RESYNC_SECONDS": "0"}, "KAOS_RESYNC_SECONDS"),
+        ({"KAOS_HELM_RETRY_SECONDS": "soon"}, "KAOS_HELM_RETRY_SECONDS"),
     ],
 )
 def test_bad_values_name_the_variable(env, name):
