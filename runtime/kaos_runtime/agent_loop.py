@@ -70,13 +70,7 @@ class Agent:
         messages = [{"role": "system", "content": prompt}] + conversation
         for step in range(1, self.config.max_steps + 1):
             try:
-                with self.telemetry.span("model.call", {"gen_ai.request.model": self.config.model_name,
-                                                        "kaos.step": step}, client=True) as span:
-                    try:
-                        reply = await self.model.complete(messages)
-                    except ModelError as error:
-                        self.telemetry.failed(span, str(error))
-                        raise
+                reply = await self._call_model(messages, step)
             except ModelError as error:
                 self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer = f"The model call failed: {error}"
@@ -92,6 +86,15 @@ class Agent:
                   "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
         self.memory.record(session, "agent_response", answer, {"step_limit": True})
         return answer
+
+    async def _call_model(self, messages: list[dict], step: int) -> str:
+        attributes = {"gen_ai.request.model": self.config.model_name, "kaos.step": step}
+        with self.telemetry.span("model.call", attributes, client=True) as span:
+            try:
+                return await self.model.complete(messages)
+            except ModelError as error:
+                self.telemetry.failed(span, str(error))
+                raise
 
     async def _act(self, action, request: Request, conversation: list[dict]) -> str:
         """Run what a block asks for; the text returned goes back to the model."""

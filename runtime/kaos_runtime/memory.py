@@ -24,8 +24,17 @@ EVENT_TYPES = (
 )
 
 
+_PROCESS_PREFIX = uuid.uuid4().hex[:12]
+_event_numbers = itertools.count(1)
+
+
 def new_session_id() -> str:
     return "session-" + uuid.uuid4().hex[:16]
+
+
+def new_event_id() -> str:
+    """Unique across processes (random prefix) without a random draw per event."""
+    return f"{_PROCESS_PREFIX}-{next(_event_numbers)}"
 
 
 class Memory:
@@ -47,7 +56,7 @@ class Memory:
         if not self.config.enabled:
             return
         event = {
-            "event_id": uuid.uuid4().hex,
+            "event_id": new_event_id(),
             "timestamp": datetime.now(timezone.utc).isoformat(),
             "event_type": event_type,
             "content": content,
