@@ -18,7 +18,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from kaos import crds, reconcile
 from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, local_process
@@ -103,7 +103,6 @@ class Workload:
     rendered: list[dict] = field(default_factory=list)
     process: LocalProcess | None = None
     supervisor: Supervisor | None = None
-    error: str = ""
 
 
 class ControlPlane:
@@ -337,7 +336,6 @@ class ControlPlane:
             workload.supervisor = Supervisor(process, self.log_path(ref.namespace, process.name),
                                              lambda: self._enqueue(ref))
             workload.supervisor.start()
-        workload.error = ""
         return ""
 
     def _process_of(self, ref: Ref, rendered: list[dict], namespace_objects: dict) -> LocalProcess:

@@ -15,6 +15,7 @@ import signal
 import socket
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 from typing import Callable
 
 import uvicorn
@@ -22,7 +23,7 @@ import uvicorn
 from kaos.local.containers import LOOPBACK
 from kaos.local.controlplane import ApplyError, ControlPlane, validate_documents
 from kaos.local.gateway import Gateway, read_body, send_json
-from kaos.local.manifests import KIND_ALIASES
+from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, KIND_ALIASES
 from kaos.local.state import State, clear_state, write_state
 from kaos.reconcile import Ref
 
@@ -60,9 +61,6 @@ class App:
         self.gateway = Gateway(control.backend_of)
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
         if scope["type"] != "http":
             return
         path = scope["path"]
@@ -73,13 +71,13 @@ class App:
 
     async def _admin(self, scope, receive, send, action: str) -> None:
         method = scope["method"]
-        query = dict(
-            part.split("=", 1) for part in (scope.get("query_string") or b"").decode().split("&") if "=" in part
-        )
+        query = dict(parse_qsl((scope.get("query_string") or b"").decode()))
         try:
             body = json.loads(await read_body(receive) or b"{}") if method == "POST" else {}
         except json.JSONDecodeError:
-            await send_json(send, 400, {"error": "the body is not JSON"})
+            body = None
+        if not isinstance(body, dict):
+            await send_json(send, 400, {"error": "the body must be a JSON object"})
             return
         status, payload = await self._handle(method, action, query, body)
         await send_json(send, status, payload)
@@ -96,6 +94,8 @@ class App:
                 return 422, {"error": str(error)}
         if (method, action) == ("POST", "delete"):
             kind = KIND_ALIASES.get(str(body.get("kind", "")).lower(), body.get("kind"))
+            if kind not in (*KAOS_KINDS, *CORE_KINDS):
+                return 400, {"error": f"unknown kind {body.get('kind')!r}; use agent, modelapi or mcpserver"}
             ref = Ref(kind, body.get("namespace") or "default", body.get("name", ""))
             if control.delete(ref):
                 return 200, {"deleted": resource_summary_of(ref)}
@@ -113,16 +113,6 @@ class App:
 
 def resource_summary_of(ref: Ref) -> dict:
     return {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
-
-
-async def _lifespan(receive, send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 class _Server(uvicorn.Server):
