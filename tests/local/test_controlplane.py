@@ -175,3 +175,16 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_crash_loop_is_failed_with_a_message_and_still_restarted(control, tmp_path):
+    crasher = tmp_path / "crasher"
+    crasher.write_text(f"#!{sys.executable}\nimport sys\nprint('cannot start: missing setting')\nsys.exit(3)\n")
+    crasher.chmod(0o755)
+    control.which = lambda name: str(crasher)
+    control.apply([(MODELAPI, "m.yaml")])
+    await until(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=60)
+    message = control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
+    assert "crash loop" in message and "exit code 3" in message
+    log = control.deployments()[0]["log"]
+    assert "cannot start: missing setting" in open(log).read()

@@ -292,6 +292,9 @@ class ControlPlane:
             new_status = reconcile.status(resource, plan, 1 if supervisor.ready else 0, 1)
             if supervisor.message and not supervisor.ready:
                 new_status["message"] = "; ".join(filter(None, [new_status.get("message"), supervisor.message]))
+        if supervisor is not None and supervisor.crash_looping:
+            error = (f"crash loop: the process exited {supervisor.exits_before_ready} times without becoming ready "
+                     f"(last exit code {supervisor.last_exit}); it is still restarted; see `kaos logs {ref.name}`")
         if error:
             new_status = _failed(new_status, f"{ref}: {error}")
         self._set_status(ref, resource, new_status)

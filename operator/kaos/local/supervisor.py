@@ -24,6 +24,8 @@ BACKOFF_MAX = 30.0
 # A process that stayed up this long starts again from the shortest backoff, as in Kubernetes.
 BACKOFF_RESET_AFTER = 60.0
 PROBE_INTERVAL = 0.1
+# Exits in a row without ever becoming ready after which the workload counts as crash-looping.
+CRASH_LOOP_AFTER = 3
 STOP_GRACE = 5.0
 
 
@@ -58,6 +60,7 @@ class Supervisor:
         self.ready = False
         self.pid: int | None = None
         self.restarts = 0
+        self.exits_before_ready = 0
         self.last_exit: int | None = None
         self._stopping = False
         self._process: asyncio.subprocess.Process | None = None
@@ -65,6 +68,10 @@ class Supervisor:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"supervise {self.spec.name}")
+
+    @property
+    def crash_looping(self) -> bool:
+        return not self.ready and self.exits_before_ready >= CRASH_LOOP_AFTER
 
     @property
     def message(self) -> str:
@@ -94,6 +101,8 @@ class Supervisor:
         self._set_ready(False)
 
     def _set_ready(self, ready: bool) -> None:
+        if ready:
+            self.exits_before_ready = 0
         if ready != self.ready:
             self.ready = ready
             self.on_change()
@@ -139,6 +148,7 @@ class Supervisor:
                 return
             failures = 1 if time.monotonic() - started > BACKOFF_RESET_AFTER else failures + 1
             self.restarts += 1
+            self.exits_before_ready += 1
             delay = restart_delay(failures)
             with open(self.log_path, "ab") as log:
                 log.write(f"--- exited with code {self.last_exit}; restarting in {delay:.1f}s\n".encode())
