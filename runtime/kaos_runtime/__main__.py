@@ -58,9 +58,12 @@ def _mcp(env, level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
     if len(args) != 1 or args[0] not in ("agent", "mcp"):
         print(USAGE, file=sys.stderr)
-        return 0 if args and args[0] in ("-h", "--help") else 2
+        return 2
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env = os.environ
     level = _log_level(env)
