@@ -62,6 +62,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
         settings=kaos_settings,
         backend=backend_factory(kaos_settings),
         backoff=Backoff(base=kaos_settings.helm_retry_seconds),
+        tools_backoff=Backoff(base=kaos_settings.helm_retry_seconds),
         discover_tools=tools_discoverer,
     )
     logger.info(

@@ -59,13 +59,22 @@ class OperatorState:
     applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
-    tools: dict = field(default_factory=dict)  # Ref -> (endpoint, tool names) of a ready MCPServer
+    tools: dict = field(default_factory=dict)  # Ref -> (endpoint, tool names, discovered) of a ready MCPServer
+    tools_backoff: Backoff = field(default_factory=Backoff)
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
         for table in (self.applied, self.failures, self.seen, self.tools, self.locks):
             table.pop(ref, None)
         self.backoff.succeed(ref)
+        self.tools_backoff.succeed(ref)
+
+    def retry_due(self, ref: Ref) -> bool:
+        """A helm failure, or a failed tools/list whose backoff has passed, waits for a retry."""
+        if ref in self.failures:
+            return True
+        known = self.tools.get(ref)
+        return known is not None and not known[2] and not self.tools_backoff.blocked(ref)
 
 
 def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
@@ -107,7 +116,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
     ref = resource_key(resource)
     async with state.locks[ref]:
         inputs = fingerprint(resource, world)
-        if not force and ref not in state.failures and state.seen.get(ref) == inputs:
+        if not force and not state.retry_due(ref) and state.seen.get(ref) == inputs:
             return None
         state.seen[ref] = inputs
         resource, current = plan_for(resource, world, state.settings)
@@ -159,16 +168,20 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
 
 
 async def _tools(ref: Ref, endpoint: str, state: OperatorState, logger) -> list[str]:
-    """Discovered once per endpoint; an unreachable server gives [] (retried on its next change)."""
+    """Discovered once per endpoint; while the server does not answer: [], retried with backoff."""
     known = state.tools.get(ref)
-    if known is None or known[0] != endpoint:
-        try:
-            names = await state.discover_tools(endpoint)
-        except ToolsUnavailable as error:
-            logger.warning(str(error))
-            names = []
-        known = state.tools[ref] = (endpoint, names)
-    return known[1]
+    if known is not None and known[0] == endpoint and (known[2] or state.tools_backoff.blocked(ref)):
+        return known[1]
+    try:
+        names = await state.discover_tools(endpoint)
+    except ToolsUnavailable as error:
+        delay = state.tools_backoff.fail(ref)
+        logger.warning(f"{error} (retrying in {delay:g}s)")
+        state.tools[ref] = (endpoint, [], False)
+        return []
+    state.tools_backoff.succeed(ref)
+    state.tools[ref] = (endpoint, names, True)
+    return names
 
 
 def _with_helm_failure(desired: dict, failure: HelmFailure) -> dict:
