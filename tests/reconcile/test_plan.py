@@ -78,11 +78,27 @@ def test_model_from_env_is_validated_and_left_to_the_env():
     assert {"name": "MODEL_NAME", "value": "ollama/smollm2:135m"} in deployed.values["env"]
 
 
-def test_no_model_at_all_is_failed_with_what_to_set():
-    result = plan(agent(model=None), observed_of(modelapi()), SETTINGS, endpoint_of)
+@pytest.mark.parametrize("models", [("ollama/*",), ("*",), ("openai/gpt-4o", "openai/gpt-4o-mini")])
+def test_no_model_and_no_single_model_to_default_to_is_failed_with_what_to_set(models):
+    result = plan(agent(model=None), observed_of(modelapi(models=models)), SETTINGS, endpoint_of)
     assert result.phase == "Failed"
     assert "spec.model" in result.message and "MODEL_NAME" in result.message
     assert result.values is None
+
+
+@pytest.mark.parametrize(
+    "api, expected",
+    [(modelapi(models=("ollama/smollm2:135m",)), "ollama/smollm2:135m"), (modelapi(mode="Hosted"), "smollm2:135m")],
+)
+def test_no_model_uses_the_only_model_its_modelapi_offers(api, expected):
+    result = plan(agent(model=None, waitForDependencies=False), observed_of(api), SETTINGS, endpoint_of)
+    assert result.phase == "Deploy", result.message
+    assert result.values["model"] == expected
+
+
+def test_no_model_waits_for_its_modelapi_to_learn_the_default():
+    result = plan(agent(model=None, waitForDependencies=False), {}, SETTINGS, endpoint_of)
+    assert result.phase == "Waiting" and "ModelAPI llm (not found)" in result.message
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,23 @@ def config_yaml_model_names(modelapi_spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def sole_model(modelapi_spec: Mapping[str, Any]) -> str | None:
+    """The one model a ModelAPI offers, if it offers exactly one and no wildcard; else None.
+
+    An agent that names no model uses it: a ModelAPI serving a single model is an
+    unambiguous default.
+    """
+    if modelapi_spec.get("mode") == "Hosted":
+        return (modelapi_spec.get("hostedConfig") or {}).get("model") or None
+    try:
+        patterns = set(offered_models(modelapi_spec))
+    except ModelConfigError:
+        return None
+    if len(patterns) == 1 and "*" not in next(iter(patterns)):
+        return next(iter(patterns))
+    return None
+
+
 def admits(pattern: str, model: str) -> bool:
     """``*`` admits every model, ``provider/*`` every model of that provider, else exact."""
     if pattern == "*":

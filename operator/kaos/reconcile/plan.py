@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import EndpointOf, endpoint
-from kaos.reconcile.models import ModelConfigError, admitted, config_yaml_model_names, offered_models
+from kaos.reconcile.models import (
+    ModelConfigError,
+    admitted,
+    config_yaml_model_names,
+    offered_models,
+    sole_model,
+)
 from kaos.reconcile.refs import (
     AGENT,
     CHART_OF,
@@ -133,13 +139,26 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
     access = (spec.get("agentNetwork") or {}).get("access") or []
     if ref.name in access:
         raise _Invalid("agentNetwork.access lists the agent itself; remove it")
-    has_model, model = resolve_model(spec)
-    if not has_model:
-        raise _Invalid("no model: set spec.model, or a MODEL_NAME entry in spec.config.env")
-
     refs = dependencies(resource)
     modelapi_ref = next(r for r in refs if r.kind == MODELAPI)
     modelapi = observed.get(modelapi_ref)
+    has_model, model = resolve_model(spec)
+    default_model = ""
+    if not has_model:
+        if modelapi is None:
+            return make(
+                WAITING,
+                f"waiting for {modelapi_ref} (not found): the agent names no model, so it uses "
+                "the ModelAPI's only model",
+                dependencies_ready=False,
+                not_ready=(modelapi_ref,),
+            )
+        default_model = sole_model(modelapi.get("spec") or {}) or ""
+        if not default_model:
+            raise _Invalid(
+                f"no model: set spec.model, or a MODEL_NAME entry in spec.config.env "
+                f"(ModelAPI {modelapi_ref.name!r} offers no single model to default to)"
+            )
     if modelapi is not None and model is not None:
         _check_model_admitted(model, modelapi_ref, modelapi)
     for peer in (r for r in refs if r.kind == AGENT):
@@ -167,6 +186,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         model_api_url=url(modelapi_ref) if modelapi is not None else "",
         mcp_servers=[{"name": r.name, "url": url(r)} for r in present if r.kind == MCPSERVER],
         peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
+        default_model=default_model,
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
     return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))

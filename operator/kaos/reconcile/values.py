@@ -53,6 +53,7 @@ def agent_values(
     model_api_url: str,
     mcp_servers: list[dict[str, str]],
     peers: list[dict[str, str]],
+    default_model: str = "",
 ) -> dict[str, Any]:
     spec = resource.get("spec") or {}
     config = spec.get("config") or {}
@@ -65,7 +66,7 @@ def agent_values(
         "replicas": spec.get("replicas", 1),
         "description": config.get("description") or "",
         "instructions": config.get("instructions") or "",
-        "model": spec.get("model") or "",
+        "model": spec.get("model") or default_model,
         "modelAPI": {"name": spec.get("modelAPI", ""), "url": model_api_url},
         "reasoningLoopMaxSteps": config.get("reasoningLoopMaxSteps", 5),
         "mcpServers": mcp_servers,
