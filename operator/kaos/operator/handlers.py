@@ -57,7 +57,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
-    logging.getLogger("kopf.objects").addFilter(QuietTimers())
+    objects_logger = logging.getLogger("kopf.objects")
+    if not any(isinstance(f, QuietTimers) for f in objects_logger.filters):
+        objects_logger.addFilter(QuietTimers())
     memo.kaos = OperatorState(
         settings=kaos_settings,
         backend=backend_factory(kaos_settings),
