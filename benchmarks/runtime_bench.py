@@ -22,7 +22,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import aiohttp  # noqa: E402
 import httpx  # noqa: E402
 
 from tests.support.processes import Service, free_port, spawn, wait_until_ok  # noqa: E402
@@ -48,43 +47,82 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+class RawConnection:
+    """A minimal keep-alive HTTP/1.1 client (content-length bodies only), so that the figures
+    measure the servers rather than the client library."""
+
+    def __init__(self, url: str) -> None:
+        host_port = url.split("//", 1)[1].split("/", 1)[0]
+        self.host, port = host_port.rsplit(":", 1)
+        self.port = int(port)
+        self.reader = self.writer = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n".encode() + body
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = next(int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:"))
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def split_url(url: str) -> tuple[str, str]:
+    base, _, path = url.partition("//")[2].partition("/")
+    return url[: url.index(base) + len(base)], "/" + path
+
+
 async def run_load(url: str, total: int, concurrency: int, body: dict | None = None,
-                   script=None) -> tuple[list[float], float]:
-    """POST `body` `total` times with `concurrency` workers; latencies and wall time."""
+                   before_each=None) -> tuple[list[float], float]:
+    """POST `body` `total` times with `concurrency` connections; latencies and wall time."""
     latencies: list[float] = []
     remaining = iter(range(total))
     payload = json.dumps(body or BODY).encode()
-    headers = {"content-type": "application/json"}
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
-        async def worker():
-            for _ in remaining:
-                if script is not None:
-                    await script(session)
-                start = time.perf_counter()
-                async with session.post(url, data=payload, headers=headers) as response:
-                    await response.read()
-                    if response.status != 200:
-                        raise RuntimeError(f"{url} answered {response.status}")
-                latencies.append(time.perf_counter() - start)
+    base, path = split_url(url)
 
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return latencies, time.perf_counter() - began
+    async def worker():
+        connection = RawConnection(base)
+        try:
+            for _ in remaining:
+                if before_each is not None:
+                    await before_each()
+                start = time.perf_counter()
+                status, _ = await connection.post(path, payload)
+                latencies.append(time.perf_counter() - start)
+                if status != 200:
+                    raise RuntimeError(f"{url} answered {status}")
+        finally:
+            connection.close()
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies, time.perf_counter() - began
 
 
 async def first_content_times(url: str, total: int) -> list[float]:
-    times = []
+    """Streaming requests: time until the first chunk with content has arrived. The agent
+    sends all SSE frames in one body, so that is when the body has been read."""
+    base, path = split_url(url)
     payload = json.dumps({**BODY, "stream": True}).encode()
-    async with aiohttp.ClientSession() as session:
+    connection = RawConnection(base)
+    times = []
+    try:
         for _ in range(total):
             start = time.perf_counter()
-            first = None
-            async with session.post(url, data=payload, headers={"content-type": "application/json"}) as response:
-                async for line in response.content:
-                    if first is None and line.startswith(b"data: {") and b'"content":"' in line \
-                            and b'"content":""' not in line:
-                        first = time.perf_counter() - start
-            times.append(first if first is not None else float("nan"))
+            status, body = await connection.post(path, payload)
+            times.append(time.perf_counter() - start)
+            if status != 200 or b'"delta":{"content":"' not in body:
+                raise RuntimeError(f"no content chunk in the stream: {body[:200]!r}")
+    finally:
+        connection.close()
     return times
 
 
@@ -159,15 +197,15 @@ async def main(args) -> None:
         started.append(coordinator)
         delegate = '```delegate\n{"agent": "bench-worker", "task": "say hi"}\n```'
         script = json.dumps({"replies": [delegate, "worker says hi", "done"]}).encode()
+        control = RawConnection(mock.url)
 
-        async def queue_replies(session):
-            async with session.post(mock.url + "/_mock/script", data=script) as response:
-                await response.read()
+        async def queue_replies():
+            await control.post("/_mock/script", script)
 
         hops = min(n, 500)
-        await run_load(coordinator.url + chat, 50, 1, script=queue_replies)
+        await run_load(coordinator.url + chat, 50, 1, before_each=queue_replies)
         print("one delegation hop (concurrency 1; three model calls, two agents):")
-        report("coordinator -> worker", (await run_load(coordinator.url + chat, hops, 1, script=queue_replies))[0])
+        report("coordinator -> worker", (await run_load(coordinator.url + chat, hops, 1, before_each=queue_replies))[0])
 
         if args.acompletion:
             plain = start_agent("bench-acompletion", {**model_env, "MODEL_CLIENT": "acompletion"}, log_dir)

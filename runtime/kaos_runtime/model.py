@@ -3,8 +3,8 @@
 Two litellm paths (MODEL_CLIENT):
 - ``direct`` (default): litellm resolves the provider (``get_llm_provider`` with the
   ``openai`` custom provider, so MODEL_NAME is sent unchanged), builds the URL, headers and
-  body with its provider config (``transform_request``) and parses the answer into a litellm
-  ``ModelResponse`` (``convert_to_model_response_object``); the request itself goes over one
+  body with its provider config (``transform_request``) and parses the answer into its
+  ``ModelResponse`` type; the request itself goes over one
   pooled aiohttp session (the library litellm's own transport is built on). This skips the
   per-call logging object, callbacks and cost calculation that make ``litellm.acompletion``
   cost milliseconds per call (see docs/runtime.md, "Performance").
@@ -65,13 +65,9 @@ class DirectLitellm:
         litellm = import_litellm()
         import aiohttp
         from litellm import ProviderConfigManager
-        from litellm.litellm_core_utils.llm_response_utils.convert_dict_to_response import (
-            convert_to_model_response_object,
-        )
         from litellm.types.utils import LlmProviders, ModelResponse
 
         self._aiohttp = aiohttp
-        self._convert = convert_to_model_response_object
         self._response_type = ModelResponse
         api_base = openai_base_url(config.model_api_url)
         self.model, provider, _, _ = litellm.get_llm_provider(
@@ -114,7 +110,7 @@ class DirectLitellm:
             message = f"the model API answered HTTP {status}: {raw[:300].decode(errors='replace')}"
             raise (TransientModelError if status in TRANSIENT_STATUS else ModelError)(message)
         try:
-            parsed = self._convert(response_object=json.loads(raw), model_response_object=self._response_type())
+            parsed = self._response_type(**json.loads(raw))
         except Exception as error:
             raise ModelError(f"the model API sent an answer that is not a chat completion: {describe(error)}") from error
         return parsed.choices[0].message.content or ""
