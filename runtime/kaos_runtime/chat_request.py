@@ -80,24 +80,21 @@ def parse_chat_body(raw: bytes) -> ChatBody:
 
 
 def parse_depth(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 0
-    try:
-        depth = int(raw)
-    except ValueError:
-        raise BadRequest(400, "X-KAOS-Delegation-Depth must be a non-negative integer") from None
-    if depth < 0:
-        raise BadRequest(400, "X-KAOS-Delegation-Depth must be a non-negative integer")
-    return depth
+    return _non_negative_int(raw, "X-KAOS-Delegation-Depth") or 0
 
 
 def parse_limit(raw: str | None) -> int | None:
+    return _non_negative_int(raw, "limit")
+
+
+def _non_negative_int(raw: str | None, what: str) -> int | None:
+    """None when absent or empty; a 400 naming ``what`` when not a non-negative integer."""
     if raw is None or raw == "":
         return None
     try:
-        limit = int(raw)
+        value = int(raw)
     except ValueError:
-        raise BadRequest(400, "limit must be a non-negative integer") from None
-    if limit < 0:
-        raise BadRequest(400, "limit must be a non-negative integer")
-    return limit
+        value = -1
+    if value < 0:
+        raise BadRequest(400, f"{what} must be a non-negative integer")
+    return value
