@@ -6,6 +6,8 @@ import httpx
 import pytest
 from mcp import Client
 
+from kaos.local.client import wait_until
+
 from e2e.conftest import (
     chat,
     create_agent_resource,
@@ -13,6 +15,7 @@ from e2e.conftest import (
     deploy_and_wait,
     fenced,
     gateway_url,
+    get_custom_resource,
     memory_events,
     wait_for_status,
 )
@@ -57,6 +60,14 @@ async def test_mcp_server_reachable_through_gateway(test_namespace, text_tools):
         result = await client.call_tool("add", {"a": 2, "b": 40})
     assert {tool.name for tool in tools.tools} == {"echo", "add"}
     assert "42" in "".join(getattr(part, "text", "") for part in result.content)
+
+
+def test_mcp_server_status_lists_its_tools(test_namespace, text_tools):
+    def tools_listed():
+        resource = get_custom_resource("MCPServer", text_tools, test_namespace)
+        return ((resource or {}).get("status") or {}).get("tools")
+
+    assert wait_until(tools_listed, 30, interval=0.2, what="status.tools") == ["add", "echo"]
 
 
 async def test_agent_card_lists_tools(test_namespace, shared_modelapi, text_tools):

@@ -25,9 +25,12 @@ from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, loca
 from kaos.local.gateway import Backend, Route, route_timeout
 from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, apply_order
 from kaos.local.supervisor import Supervisor
+from kaos.mcp_tools import ToolsUnavailable, discover_tools
 from kaos.reconcile import Ref
 
 log = logging.getLogger("kaos.local")
+
+TOOLS_RETRY_SECONDS = 5.0
 
 
 class ApplyError(ValueError):
@@ -106,7 +109,14 @@ class Workload:
 
 
 class ControlPlane:
-    def __init__(self, home: Path, settings, render: Callable | None = None, which: Callable = local_which):
+    def __init__(
+        self,
+        home: Path,
+        settings,
+        render: Callable | None = None,
+        which: Callable = local_which,
+        tools_of: Callable = discover_tools,
+    ):
         self.home = home
         self.settings = settings
         self.render = render or ChartRenderer(settings)
@@ -116,6 +126,9 @@ class ControlPlane:
         self.objects: dict[str, dict[tuple[str, str], dict]] = {}  # namespace -> (kind, name) -> object
         self.workloads: dict[Ref, Workload] = {}
         self.ports: dict[Ref, int] = {}
+        self.tools_of = tools_of
+        self.tools: dict[Ref, tuple[tuple, list[str]]] = {}  # MCPServer -> (what was asked, tool names)
+        self._discovering: dict[Ref, asyncio.Task] = {}
         self.listeners: list[Callable[[Ref, dict | None], None]] = []
         self._queue: asyncio.Queue[Ref] = asyncio.Queue()
         self._queued: set[Ref] = set()
@@ -136,6 +149,8 @@ class ControlPlane:
                 await self._worker
             except asyncio.CancelledError:
                 pass
+        for task in list(self._discovering.values()):
+            task.cancel()
         await asyncio.gather(*(self._stop_workload(ref) for ref in list(self.workloads)))
 
     # ports and endpoints
@@ -189,6 +204,7 @@ class ControlPlane:
         if self.resources.pop(ref, None) is None:
             return False
         self.sources.pop(ref, None)
+        self.tools.pop(ref, None)
         self._enqueue(ref)
         for dependent in self._dependents(ref):
             self._enqueue(dependent)
@@ -297,7 +313,30 @@ class ControlPlane:
                      f"(last exit code {supervisor.last_exit}); it is still restarted; see `kaos logs {ref.name}`")
         if error:
             new_status = _failed(new_status, f"{ref}: {error}")
+        if ref.kind == reconcile.MCPSERVER and new_status.get("ready") and new_status.get("endpoint"):
+            new_status["tools"] = self._known_tools(ref, (new_status["endpoint"], workload and workload.process))
         self._set_status(ref, resource, new_status)
+
+    def _known_tools(self, ref: Ref, key: tuple) -> list[str]:
+        """The tools discovered for this endpoint and process; discovery runs in the background
+        (an unreachable external server must not hold up the reconcile queue) and re-queues the ref."""
+        known = self.tools.get(ref)
+        if known is not None and known[0] == key:
+            return known[1]
+        if ref not in self._discovering:
+            self._discovering[ref] = asyncio.create_task(self._discover(ref, key), name=f"tools {ref}")
+        return []
+
+    async def _discover(self, ref: Ref, key: tuple) -> None:
+        try:
+            self.tools[ref] = (key, await self.tools_of(key[0]))
+        except ToolsUnavailable as error:
+            log.warning("%s; retrying in %gs", error, TOOLS_RETRY_SECONDS)
+            await asyncio.sleep(TOOLS_RETRY_SECONDS)
+        finally:
+            self._discovering.pop(ref, None)
+        if ref in self.resources:
+            self._enqueue(ref)
 
     def _set_status(self, ref: Ref, resource: dict, new_status: dict) -> None:
         old_status = resource.get("status") or {}

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from kaos import crds
 from kaos.helm import HelmError
 from kaos.operator.backoff import Backoff
-from kaos.operator.tools import ToolsUnavailable, discover_tools
+from kaos.mcp_tools import ToolsUnavailable, discover_tools
 from kaos.operator.world import World, plain, resource_key
 from kaos.reconcile import (
     CHART_OF,

@@ -1,4 +1,6 @@
-"""The tool names an MCP server offers (status.tools of an MCPServer), via MCP tools/list."""
+"""The tool names an MCP server offers (status.tools of an MCPServer), via MCP tools/list.
+
+Shared by the operator and the local control plane."""
 
 from __future__ import annotations
 
