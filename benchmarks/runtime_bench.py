@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ sys.path.insert(0, ROOT)
 
 import httpx  # noqa: E402
 
-from tests.support.processes import Service, free_port, spawn, wait_until_ok  # noqa: E402
+from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
 
 MODEL = "ollama/smollm2:135m"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}

@@ -6,8 +6,6 @@ import httpx
 import pytest
 from mcp import Client
 
-from kaos.local.client import wait_until
-
 from e2e.conftest import (
     chat,
     create_agent_resource,
@@ -19,6 +17,7 @@ from e2e.conftest import (
     memory_events,
     wait_for_status,
 )
+from kaos.local.client import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from kaos import crds
-from kaos.reconcile import DEPLOY, Ref, cluster_endpoint_of, dependencies, plan, ref_of
+from kaos.reconcile import DEPLOY, cluster_endpoint_of, dependencies, plan, ref_of
 from kaos.settings import Settings
-from tests.charts.manifests import problems
 from tests.charts import kubelet
+from tests.charts.manifests import problems
 from tests.charts.rendering import ROOT, render
 from tests.support.processes import wait_until_ok
 

@@ -15,8 +15,8 @@ import signal
 import socket
 import time
 from pathlib import Path
-from urllib.parse import parse_qsl
 from typing import Callable
+from urllib.parse import parse_qsl
 
 import uvicorn
 

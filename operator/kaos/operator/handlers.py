@@ -16,9 +16,9 @@ import logging
 import kopf
 
 from kaos.helm import HelmBackend, HelmError
+from kaos.mcp_tools import discover_tools
 from kaos.operator.backoff import Backoff
 from kaos.operator.reconciler import OperatorState, reconcile, uninstall
-from kaos.mcp_tools import discover_tools
 from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts, resource_key
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI
 from kaos.settings import Settings

@@ -17,8 +17,8 @@ from typing import Any, Mapping
 
 from kaos import crds
 from kaos.helm import HelmError
-from kaos.operator.backoff import Backoff
 from kaos.mcp_tools import ToolsUnavailable, discover_tools
+from kaos.operator.backoff import Backoff
 from kaos.operator.world import World, plain, resource_key
 from kaos.reconcile import (
     CHART_OF,
