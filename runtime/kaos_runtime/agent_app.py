@@ -167,16 +167,16 @@ def create_app(config: AgentConfig, telemetry: Telemetry | None = None) -> FastA
         session_id = given or new_session_id()
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         with runtime.telemetry.server_span("chat", request.headers, attributes):
-            content = await runtime.agent.run(AgentRequest(
+            answer = await runtime.agent.run(AgentRequest(
                 messages=body.messages, session_id=session_id, depth=depth, continued=given is not None,
             ))
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name
         if body.stream:
             # The loop has finished, so every frame is ready: one body, no per-frame writes.
-            return Response(b"".join(openai_format.stream_events(model, content)),
+            return Response(b"".join(openai_format.stream_events(model, answer.content)),
                             media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
-        return _json(openai_format.completion(model, content, session_id), headers=headers)
+        return _json(openai_format.completion(model, answer.content, session_id, answer.usage), headers=headers)
 
     async def memory_events(request: Request) -> Response:
         query = request.query_params

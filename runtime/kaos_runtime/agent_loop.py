@@ -9,7 +9,7 @@ from .blocks import BadBlock, Delegation, ToolCall, find_action
 from .config import AgentConfig
 from .mcp_client import ToolCatalog, ToolError
 from .memory import Memory
-from .model import ModelClient, ModelError
+from .model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from .peers import DelegationError, PeerDirectory
 from .prompts import system_prompt
 from .telemetry import Telemetry
@@ -27,6 +27,18 @@ class Request:
     session_id: str
     depth: int
     continued: bool
+
+
+@dataclass
+class Answer:
+    """The agent's final text and the tokens all of its model calls for this request cost."""
+
+    content: str
+    usage: dict[str, int]
+
+    def add(self, reply: ModelReply) -> None:
+        for name in USAGE_FIELDS:
+            self.usage[name] += reply.usage.get(name, 0)
 
 
 def incoming_event(messages: list[dict]) -> tuple[str, str]:
@@ -58,7 +70,7 @@ class Agent:
         self.tools = tools
         self.peers = peers
 
-    async def run(self, request: Request) -> str:
+    async def run(self, request: Request) -> Answer:
         session = request.session_id
         event_type, text = incoming_event(request.messages)
         history = self.memory.history(session, self.config.memory.context_limit) if request.continued else []
@@ -68,26 +80,29 @@ class Agent:
         prompt = system_prompt(self.config.instructions, self.tools.skills(), self.peers.describe())
         conversation = history + model_messages(request.messages)
         messages = [{"role": "system", "content": prompt}] + conversation
+        answer = Answer("", no_usage())
         for step in range(1, self.config.max_steps + 1):
             try:
                 reply = await self._call_model(messages, step)
             except ModelError as error:
                 self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
-                answer = f"The model call failed: {error}"
-                self.memory.record(session, "agent_response", answer, {"step": step, "failed": True})
+                answer.content = f"The model call failed: {error}"
+                self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
                 return answer
-            action = find_action(reply)
+            answer.add(reply)
+            action = find_action(reply.content)
             if action is None:
-                self.memory.record(session, "agent_response", reply, {"step": step})
-                return reply
-            messages.append({"role": "assistant", "content": reply})
+                self.memory.record(session, "agent_response", reply.content, {"step": step})
+                answer.content = reply.content
+                return answer
+            messages.append({"role": "assistant", "content": reply.content})
             messages.append({"role": "user", "content": await self._act(action, request, conversation)})
-        answer = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
-                  "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
-        self.memory.record(session, "agent_response", answer, {"step_limit": True})
+        answer.content = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
+                          "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
+        self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
         return answer
 
-    async def _call_model(self, messages: list[dict], step: int) -> str:
+    async def _call_model(self, messages: list[dict], step: int) -> ModelReply:
         attributes = {"gen_ai.request.model": self.config.model_name, "kaos.step": step}
         with self.telemetry.span("model.call", attributes, client=True) as span:
             try:

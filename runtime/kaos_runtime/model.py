@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from collections import deque
+from dataclasses import dataclass, field
 
 from .config import AgentConfig
 from .errors import describe
@@ -30,6 +31,26 @@ from .errors import describe
 log = logging.getLogger("kaos_runtime.model")
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def no_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_FIELDS, 0)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """The text of one model answer and the tokens it cost (zeros when the model did not say)."""
+
+    content: str
+    usage: dict[str, int] = field(default_factory=no_usage)
+
+
+def usage_of(response) -> dict[str, int]:
+    usage = getattr(response, "usage", None)
+    return {name: int(getattr(usage, name, 0) or 0) for name in USAGE_FIELDS}
 
 
 class ModelError(Exception):
@@ -90,7 +111,7 @@ class DirectLitellm:
             self._session = self._aiohttp.ClientSession(timeout=self._timeout)
         return self._session
 
-    async def complete(self, messages: list[dict]) -> str:
+    async def complete(self, messages: list[dict]) -> ModelReply:
         config = self._provider_config
         headers = config.validate_environment(
             headers={}, model=self.model, messages=messages, optional_params={},
@@ -113,7 +134,7 @@ class DirectLitellm:
             parsed = self._response_type(**json.loads(raw))
         except Exception as error:
             raise ModelError(f"the model API sent an answer that is not a chat completion: {describe(error)}") from error
-        return parsed.choices[0].message.content or ""
+        return ModelReply(parsed.choices[0].message.content or "", usage_of(parsed))
 
     async def close(self) -> None:
         if self._session is not None:
@@ -135,7 +156,7 @@ class AcompletionLitellm:
             litellm.ServiceUnavailableError, litellm.InternalServerError,
         )
 
-    async def complete(self, messages: list[dict]) -> str:
+    async def complete(self, messages: list[dict]) -> ModelReply:
         try:
             response = await self._litellm.acompletion(
                 model=self.model, messages=messages, api_base=self._api_base, api_key=self._api_key,
@@ -145,7 +166,7 @@ class AcompletionLitellm:
             raise TransientModelError(describe(error)) from error
         except Exception as error:
             raise ModelError(describe(error)) from error
-        return response.choices[0].message.content or ""
+        return ModelReply(response.choices[0].message.content or "", usage_of(response))
 
     async def close(self) -> None:
         return None
@@ -187,9 +208,9 @@ class ModelClient:
         log.info("model client ready (%s, model %s)", self.config.model_client, self.config.model_name)
         return self._backend
 
-    async def complete(self, messages: list[dict]) -> str:
+    async def complete(self, messages: list[dict]) -> ModelReply:
         if self._mocks:
-            return self._mocks.popleft()
+            return ModelReply(self._mocks.popleft())
         if not self.config.model_api_url or not self.config.model_name:
             raise ModelError("no model configured (MODEL_API_URL and MODEL_NAME must be set)")
         backend = await self.load()

@@ -51,6 +51,13 @@ def test_openai_client_plain_and_streaming(agent, mock_model):
     assert all(c.object == "chat.completion.chunk" for c in chunks)
 
 
+def test_usage_adds_up_the_model_calls_of_the_request(agent, mock_model):
+    mock_model.script('```delegate\n{"agent": "nobody", "task": "x"}\n```', "done")
+    reply = chat(agent, "two model calls").json()
+    assert reply["choices"][0]["message"]["content"] == "done"
+    assert reply["usage"] == {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+
+
 def test_model_name_is_passed_through_unchanged(agent, mock_model):
     assert chat(agent, "which model").status_code == 200
     sent = mock_model.requests()[-1]
