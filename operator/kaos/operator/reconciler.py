@@ -130,6 +130,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
         if ref.kind == MCPSERVER and desired["ready"]:
             desired["tools"] = await _tools(ref, desired["endpoint"], state, logger)
         _patch_status(resource.get("status") or {}, desired, patch)
+        logger.warning(f"DEBUG reconcile force={force} rv={_version(resource)} prev_status_keys={sorted((resource.get('status') or {}).keys())} patch={dict(patch.get('status') or {}).keys()}")
         return failure
 
 
