@@ -4,6 +4,13 @@ Called by the kopf change handlers (force=True) and by each resource's resync ti
 (force=False). Helm runs only when the chart values differ from the last successful run in
 this process (always after a restart); the timer also waits out the backoff after a helm
 failure, while a change handler (a kopf retry, or the user's edit) tries at once.
+
+The timer and the change handlers run concurrently on the same object (a timer's first tick
+comes at once, alongside the creation or resume handler), each with a body taken before the
+other's status patch reached the API. So the status is diffed against what this process
+wrote last for the same inputs, not against a body that may predate that write; and the
+resource's own part of the fingerprint is its uid and generation (what the plan reads), not
+its resourceVersion, which every status and kopf annotation write changes.
 """
 
 from __future__ import annotations
@@ -59,12 +66,13 @@ class OperatorState:
     applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
+    written: dict = field(default_factory=dict)  # Ref -> (fingerprint, the status as left by that reconcile)
     tools: dict = field(default_factory=dict)  # Ref -> (endpoint, tool names, discovered) of a ready MCPServer
     tools_backoff: Backoff = field(default_factory=Backoff)
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.seen, self.tools, self.locks):
+        for table in (self.applied, self.failures, self.seen, self.written, self.tools, self.locks):
             table.pop(ref, None)
         self.backoff.succeed(ref)
         self.tools_backoff.succeed(ref)
@@ -96,10 +104,12 @@ def _failed(ref: Ref, message: str) -> Plan:
 
 
 def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
-    """What a reconcile reads: the resource, its dependencies and its Deployment, by version."""
+    """What a reconcile reads: the resource's spec (by uid and generation: its status and the
+    annotations kopf writes are not inputs), its dependencies by version, and its Deployment."""
     ref = resource_key(resource)
+    metadata = resource.get("metadata") or {}
     dependency_versions = tuple(_version(world.get(dependency)) for dependency in dependencies(resource))
-    return _version(resource), dependency_versions, world.replicas(ref)
+    return (metadata.get("uid"), metadata.get("generation")), dependency_versions, world.replicas(ref)
 
 
 def _version(obj: Mapping[str, Any] | None):
@@ -112,13 +122,14 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
     Without force, nothing is done when no input changed since the last reconcile and no
     helm failure waits for a retry.
     """
-    resource = plain(body)
-    ref = resource_key(resource)
+    ref = resource_key(body)
     async with state.locks[ref]:
+        resource = plain(body)  # after the wait: a timer's body follows the live object
         inputs = fingerprint(resource, world)
         if not force and not state.retry_due(ref) and state.seen.get(ref) == inputs:
             return None
         state.seen[ref] = inputs
+        previous = _previous_status(ref, resource, inputs, state)
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
@@ -129,8 +140,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
             desired = _with_helm_failure(desired, failure)
         if ref.kind == MCPSERVER and desired["ready"]:
             desired["tools"] = await _tools(ref, desired["endpoint"], state, logger)
-        _patch_status(resource.get("status") or {}, desired, patch)
-        logger.warning(f"DEBUG reconcile force={force} rv={_version(resource)} prev_status_keys={sorted((resource.get('status') or {}).keys())} patch={dict(patch.get('status') or {}).keys()}")
+        state.written[ref] = (inputs, _patch_status(previous, desired, patch))
         return failure
 
 
@@ -211,8 +221,19 @@ def _with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
     return {**desired, "conditions": conditions}
 
 
-def _patch_status(previous: Mapping[str, Any], desired: dict, patch) -> None:
+def _previous_status(ref: Ref, resource: Mapping[str, Any], inputs: tuple, state: OperatorState) -> Mapping[str, Any]:
+    """The status to diff against: what the last reconcile of the same inputs left it as (the
+    body may have been taken before that reconcile's patch was applied), else the body's."""
+    written = state.written.get(ref)
+    if written is not None and written[0] == inputs:
+        return written[1]
+    return resource.get("status") or {}
+
+
+def _patch_status(previous: Mapping[str, Any], desired: dict, patch) -> dict:
+    """Put the differences into kopf's patch; returns the status once the patch is applied."""
     desired = _with_transition_times(previous, desired)
     for key, value in desired.items():
         if previous.get(key) != value:
             patch.status[key] = value
+    return {**previous, **desired}
