@@ -24,6 +24,10 @@ BACKOFF_MAX = 30.0
 # A process that stayed up this long starts again from the shortest backoff, as in Kubernetes.
 BACKOFF_RESET_AFTER = 60.0
 PROBE_INTERVAL = 0.1
+# Once ready, probe like the kubelet's defaults: every few seconds, and only a run of
+# failures (not one slow answer) takes the process out of the gateway.
+READY_PROBE_PERIOD = 2.0
+READY_FAILURE_THRESHOLD = 3
 # Exits in a row without ever becoming ready after which the workload counts as crash-looping.
 CRASH_LOOP_AFTER = 3
 STOP_GRACE = 5.0
@@ -136,7 +140,7 @@ class Supervisor:
             started = time.monotonic()
             if self._process is not None:
                 self.pid = self._process.pid
-                probe = asyncio.create_task(self._probe_until_ready())
+                probe = asyncio.create_task(self._probe_readiness())
                 code = await self._process.wait()
                 probe.cancel()
                 kill_group(self._process.pid, signal.SIGKILL)
@@ -155,14 +159,21 @@ class Supervisor:
             self.on_change()
             await asyncio.sleep(delay)
 
-    async def _probe_until_ready(self) -> None:
+    async def _probe_readiness(self) -> None:
+        """Fast until the first success, then every READY_PROBE_PERIOD; READY_FAILURE_THRESHOLD
+        failures in a row make the process not ready until a probe succeeds again."""
         url = f"http://{LOOPBACK}:{self.spec.port}{self.spec.readiness_path or '/'}"
+        failures = 0
         async with httpx.AsyncClient(timeout=2.0) as client:
             while True:
                 if await self._probe_once(client, url):
+                    failures = 0
                     self._set_ready(True)
-                    return
-                await asyncio.sleep(PROBE_INTERVAL)
+                else:
+                    failures += 1
+                    if self.ready and failures >= READY_FAILURE_THRESHOLD:
+                        self._set_ready(False)
+                await asyncio.sleep(READY_PROBE_PERIOD if self.ready else PROBE_INTERVAL)
 
     async def _probe_once(self, client: httpx.AsyncClient, url: str) -> bool:
         if self.spec.readiness_path is None:
