@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kaos.local.client import Client  # noqa: E402
-from kaos.local.controlplane import free_port  # noqa: E402
+from kaos.local.ports import free_port  # noqa: E402
 
 
 def percentile(values: list[float], fraction: float) -> float:

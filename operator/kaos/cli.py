@@ -14,10 +14,9 @@ import yaml
 
 from kaos.local import display
 from kaos.local.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
-from kaos.local.controlplane import ApplyError, validate_documents
-from kaos.local.gateway import gateway_path
-from kaos.local.manifests import KIND_ALIASES, ManifestError, load_manifests
-from kaos.local.server import PortInUse, check_port_free
+from kaos.local.manifests import KIND_ALIASES, ApplyError, ManifestError, load_manifests
+from kaos.local.ports import PortInUse, check_port_free
+from kaos.local.routes import gateway_path
 from kaos.local.state import kaos_home, read_state
 
 UP_TIMEOUT = 600.0
@@ -28,6 +27,8 @@ class UsageError(Exception):
 
 
 def _documents(paths: list[str]) -> list[tuple[dict, str]]:
+    from kaos.local.controlplane import validate_documents  # jsonschema and the core: only when needed
+
     documents = load_manifests(paths)
     validate_documents(documents)
     return documents

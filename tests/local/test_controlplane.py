@@ -12,7 +12,8 @@ import time
 import httpx
 import pytest
 
-from kaos.local.controlplane import ApplyError, ControlPlane, validate_documents
+from kaos.local.controlplane import ControlPlane, validate_documents
+from kaos.local.manifests import ApplyError
 from kaos.local.server import ensure_helm_on_path
 from kaos.reconcile import Ref
 from kaos.settings import Settings

@@ -7,8 +7,9 @@ import httpx
 import pytest
 import uvicorn
 
-from kaos.local.controlplane import free_port
-from kaos.local.gateway import Backend, Gateway
+from kaos.local.gateway import Gateway
+from kaos.local.ports import free_port
+from kaos.local.routes import Backend
 
 
 class Upstream:

@@ -6,7 +6,7 @@ import textwrap
 
 from kaos.local import supervisor
 from kaos.local.containers import LocalProcess
-from kaos.local.controlplane import free_port
+from kaos.local.ports import free_port
 
 # Answers /ready with 200, or 503 while the file named by NOT_READY exists.
 SERVER = textwrap.dedent("""

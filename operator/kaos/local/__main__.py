@@ -7,7 +7,8 @@ import asyncio
 import logging
 import sys
 
-from kaos.local.server import PortInUse, serve
+from kaos.local.ports import PortInUse
+from kaos.local.server import serve
 from kaos.local.state import kaos_home
 from kaos.settings import Settings
 

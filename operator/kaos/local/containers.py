@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Callable, Mapping
 
+from kaos.local.ports import LOOPBACK
+
 LITELLM_IMAGE = "ghcr.io/berriai/litellm"
 OLLAMA_IMAGE = "ollama/ollama"
 RUNTIME_PROGRAM = "kaos-runtime"
-LOOPBACK = "127.0.0.1"
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
 

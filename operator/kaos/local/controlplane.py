@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,9 @@ from typing import Callable
 
 from kaos import crds, reconcile
 from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, local_process
-from kaos.local.gateway import Backend, Route, route_timeout
-from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, apply_order
+from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, ApplyError, apply_order
+from kaos.local.ports import free_port
+from kaos.local.routes import Backend, Route, route_timeout
 from kaos.local.supervisor import Supervisor
 from kaos.mcp_tools import ToolsUnavailable, discover_tools
 from kaos.reconcile import Ref
@@ -31,16 +31,6 @@ from kaos.reconcile import Ref
 log = logging.getLogger("kaos.local")
 
 TOOLS_RETRY_SECONDS = 5.0
-
-
-class ApplyError(ValueError):
-    """A manifest the control plane refuses; the message names the file and the field."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
 
 
 def local_which(program: str) -> str | None:

@@ -54,3 +54,7 @@ def apply_order(kind: str) -> int:
     """Secrets and ConfigMaps first, then ModelAPIs, MCP servers, agents."""
     order = (*CORE_KINDS, *KAOS_KINDS)
     return order.index(kind) if kind in order else len(order)
+
+
+class ApplyError(ValueError):
+    """A manifest the control plane refuses; the message names the file and the field."""

@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import time
 from pathlib import Path
 from typing import Callable
@@ -20,28 +19,15 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 
-from kaos.local.containers import LOOPBACK
-from kaos.local.controlplane import ApplyError, ControlPlane, validate_documents
+from kaos.local.controlplane import ControlPlane, validate_documents
 from kaos.local.gateway import Gateway, read_body, send_json
-from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, KIND_ALIASES
+from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, KIND_ALIASES, ApplyError
+from kaos.local.ports import LOOPBACK, PortInUse, check_port_free
 from kaos.local.state import State, clear_state, write_state
 from kaos.reconcile import Ref
 
 ADMIN_PREFIX = "/_kaos/"
 log = logging.getLogger("kaos.local")
-
-
-class PortInUse(OSError):
-    pass
-
-
-def check_port_free(port: int) -> None:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is free
-        try:
-            sock.bind((LOOPBACK, port))
-        except OSError:
-            raise PortInUse(f"port {port} on {LOOPBACK} is in use; choose another with --port") from None
 
 
 def ensure_helm_on_path(charts_dir: Path) -> None:

@@ -1,0 +1,59 @@
+"""The gateway's URL layout, shared by the gateway, the control plane and the CLI (pure).
+
+``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``: the paths of the cluster's HTTPRoutes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+SEGMENT_KIND = {"agent": "Agent", "modelapi": "ModelAPI", "mcp": "MCPServer"}
+KIND_SEGMENT = {kind: segment for segment, kind in SEGMENT_KIND.items()}
+DEFAULT_TIMEOUT = 300.0
+
+
+class Route(NamedTuple):
+    namespace: str
+    kind: str
+    name: str
+    path: str  # what the backend sees: the rest of the path, starting with "/"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a route goes, or why it cannot: ``port`` None with ``status`` 404/503."""
+
+    port: int | None
+    status: int = 200
+    message: str = ""
+    timeout: float | None = DEFAULT_TIMEOUT
+
+
+def parse_route(path: str) -> Route | None:
+    """Split a gateway path; None when it is not ``/<ns>/<agent|modelapi|mcp>/<name>[/...]``."""
+    parts = path.split("/", 4)
+    if len(parts) < 4 or parts[0] != "" or parts[2] not in SEGMENT_KIND or not parts[1] or not parts[3]:
+        return None
+    rest = "/" + parts[4] if len(parts) == 5 else "/"
+    return Route(parts[1], SEGMENT_KIND[parts[2]], parts[3], rest)
+
+
+def gateway_path(namespace: str, kind: str, name: str) -> str:
+    return f"/{namespace}/{KIND_SEGMENT[kind]}/{name}"
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def route_timeout(text: str | None) -> float | None:
+    """gatewayRoute.timeout as seconds: "" -> the default, "0s" -> no timeout."""
+    if not text:
+        return DEFAULT_TIMEOUT
+    total = 0.0
+    for part in re.findall(r"\d+(?:\.\d+)?(?:ms|s|m|h)", text):
+        number, unit = _DURATION.match(part).groups()
+        total += float(number) * _UNIT[unit]
+    return None if total == 0 else total
