@@ -125,26 +125,30 @@ def parse_mock_responses(raw: str | None) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _listed_urls(env: Mapping[str, str], list_variable: str, url_variable: str, what: str) -> list[tuple[str, str]]:
+    """(name, url) for each name in ``list_variable``; ``url_variable`` has a ``{key}`` slot."""
+    listed = []
+    for name in _names(env, list_variable):
+        variable = url_variable.format(key=env_key(name))
+        url = env.get(variable, "").strip()
+        if not url:
+            raise ConfigError(f"{variable} is not set ({what} {name!r} is listed in {list_variable})")
+        listed.append((name, url))
+    return listed
+
+
 def _peers(env: Mapping[str, str]) -> tuple[Peer, ...]:
-    peers = []
-    for name in _names(env, "PEER_AGENTS"):
-        variable = f"PEER_AGENT_{env_key(name)}_CARD_URL"
-        card_url = env.get(variable, "").strip()
-        if not card_url:
-            raise ConfigError(f"{variable} is not set (peer {name!r} is listed in PEER_AGENTS)")
-        peers.append(Peer(name=name, card_url=card_url, base_url=peer_base_url(card_url)))
-    return tuple(peers)
+    return tuple(
+        Peer(name=name, card_url=url, base_url=peer_base_url(url))
+        for name, url in _listed_urls(env, "PEER_AGENTS", "PEER_AGENT_{key}_CARD_URL", "peer")
+    )
 
 
 def _mcp_servers(env: Mapping[str, str]) -> tuple[McpServer, ...]:
-    servers = []
-    for name in _names(env, "MCP_SERVERS"):
-        variable = f"MCP_SERVER_{env_key(name)}_URL"
-        url = env.get(variable, "").strip()
-        if not url:
-            raise ConfigError(f"{variable} is not set (server {name!r} is listed in MCP_SERVERS)")
-        servers.append(McpServer(name=name, url=url))
-    return tuple(servers)
+    return tuple(
+        McpServer(name=name, url=url)
+        for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
+    )
 
 
 def load_agent_config(env: Mapping[str, str]) -> AgentConfig:
