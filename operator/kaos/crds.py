@@ -17,12 +17,11 @@ from typing import Any
 import jsonschema
 import yaml
 
+from kaos.reconcile.refs import CHART_OF, HELM_RELEASE_NAME_MAX
+from kaos.settings import REPO_CHARTS_DIR
+
 API_VERSION = "kaos.tools/v1alpha1"
 
-# Each resource becomes the Helm release "<prefix>-<name>", and Helm release names have at
-# most 53 characters.
-RELEASE_PREFIX = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcpserver"}
-HELM_RELEASE_NAME_MAX = 53
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -40,7 +39,7 @@ def default_crd_dir() -> Path:
     charts = os.environ.get("KAOS_CHARTS_DIR")
     if charts:
         return Path(charts) / "kaos" / "crds"
-    return Path(__file__).resolve().parents[2] / "charts" / "kaos" / "crds"
+    return REPO_CHARTS_DIR / "kaos" / "crds"
 
 
 def load_schemas(crd_dir: str | os.PathLike | None = None) -> dict[str, dict]:
@@ -118,9 +117,10 @@ def _name_problems(kind: str, name: Any) -> list[str]:
             f"metadata.name: {name!r} is not a DNS-1123 label "
             "(lower case letters, digits and '-', starting and ending with a letter or digit)"
         ]
-    longest = HELM_RELEASE_NAME_MAX - len(RELEASE_PREFIX[kind]) - 1
+    # Each resource becomes the Helm release "<chart>-<name>".
+    longest = HELM_RELEASE_NAME_MAX - len(CHART_OF[kind]) - 1
     if len(name) > longest:
-        return [f"metadata.name: {name!r} is longer than {longest} characters (the {kind}'s Helm release name would pass 53)"]
+        return [f"metadata.name: {name!r} is longer than {longest} characters (the {kind}'s Helm release name would pass {HELM_RELEASE_NAME_MAX})"]
     return []
 
 
