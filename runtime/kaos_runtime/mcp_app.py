@@ -48,7 +48,7 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
     from mcp.server.transport_security import TransportSecuritySettings
 
     tools = load_tools(source)
-    server = MCPServer(name, log_level=log_level if log_level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "INFO")
+    server = MCPServer(name, log_level=log_level)  # already one of the logging level names (__main__)
     for tool in tools:
         server.add_tool(reporting_errors(tool))
     names = [tool.__name__ for tool in tools]
