@@ -34,6 +34,15 @@ def _documents(paths: list[str]) -> list[tuple[dict, str]]:
     return documents
 
 
+def _settings():
+    from kaos.settings import Settings
+
+    try:
+        return Settings.from_env()
+    except ValueError as error:
+        raise UsageError(f"invalid settings: {error}") from None
+
+
 def _client() -> Client:
     return Client.from_home(kaos_home())
 
@@ -53,11 +62,12 @@ def cmd_up(args) -> int:
             f"a control plane is already running on port {state.port} (KAOS_HOME={home}); "
             "use `kaos apply -f ...`, or `kaos down` first"
         )
+    settings = _settings()
     documents = _documents(args.file) if args.file else []
     check_port_free(args.port)
     if args.detach:
         return _up_detached(home, args.port, documents)
-    return _up_foreground(home, args.port, documents)
+    return _up_foreground(home, args.port, settings, documents)
 
 
 def _up_detached(home: Path, port: int, documents) -> int:
@@ -89,9 +99,8 @@ def _up_detached(home: Path, port: int, documents) -> int:
     return 1 if failed else 0
 
 
-def _up_foreground(home: Path, port: int, documents) -> int:
+def _up_foreground(home: Path, port: int, settings, documents) -> int:
     from kaos.local.server import serve
-    from kaos.settings import Settings
 
     gateway = f"http://127.0.0.1:{port}"
     printed_summary = False
@@ -114,7 +123,7 @@ def _up_foreground(home: Path, port: int, documents) -> int:
         control = started
         print(f"control plane and gateway on {gateway} (KAOS_HOME={home})", flush=True)
 
-    asyncio.run(serve(home, port, Settings.from_env(), documents, listener=on_change, ready=ready))
+    asyncio.run(serve(home, port, settings, documents, listener=on_change, ready=ready))
     print("stopped: every process the control plane started is gone")
     return 0
 
