@@ -11,7 +11,7 @@ def completion_id() -> str:
     return "chatcmpl-" + uuid.uuid4().hex
 
 
-def completion(model: str, content: str, session_id: str, usage: dict | None = None) -> dict:
+def completion(model: str, content: str, session_id: str, usage: dict[str, int]) -> dict:
     return {
         "id": completion_id(),
         "object": "chat.completion",
@@ -20,7 +20,7 @@ def completion(model: str, content: str, session_id: str, usage: dict | None = N
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         ],
-        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": usage,
         "session_id": session_id,
     }
 
