@@ -6,7 +6,6 @@ from pathlib import Path
 
 import yaml
 
-KAOS_API_VERSION = "kaos.tools/v1alpha1"
 KAOS_KINDS = ("ModelAPI", "MCPServer", "Agent")
 CORE_KINDS = ("Secret", "ConfigMap")
 # kubectl-like names accepted by `kaos get` / `kaos delete`

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from kaos.reconcile.refs import MCPSERVER, MODELAPI, ref_of
+from kaos.reconcile.refs import ref_of
 
 MEMORY_DEFAULTS = {"enabled": True, "contextLimit": 6, "maxSessions": 1000, "maxSessionEvents": 500}
 
@@ -145,13 +145,4 @@ def mcpserver_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         "gateway": gateway_values(spec, settings),
         "networkPolicy": network_policy_values(settings),
     }
-
-
-def workload_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
-    """Values of a ModelAPI or MCPServer (an Agent's need its resolved dependencies)."""
-    if resource["kind"] == MODELAPI:
-        return modelapi_values(resource, settings)
-    if resource["kind"] == MCPSERVER:
-        return mcpserver_values(resource, settings)
-    raise ValueError(f"no standalone values for kind {resource['kind']}")
 
