@@ -19,8 +19,8 @@ from kaos.helm import HelmBackend, HelmError
 from kaos.mcp_tools import discover_tools
 from kaos.operator.backoff import Backoff
 from kaos.operator.reconciler import OperatorState, reconcile, uninstall
-from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts, resource_key
-from kaos.reconcile import AGENT, MCPSERVER, MODELAPI
+from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
+from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
 
 GROUP, VERSION = "kaos.tools", "v1alpha1"
@@ -75,7 +75,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
 
 def _index_of(kind: str):
     def index(body, **_):
-        return {resource_key({**body, "kind": kind}): plain(body)}
+        return {ref_of({**body, "kind": kind}): plain(body)}
 
     return index
 

@@ -26,7 +26,7 @@ from kaos import crds
 from kaos.helm import HelmError
 from kaos.mcp_tools import ToolsUnavailable, discover_tools
 from kaos.operator.backoff import Backoff
-from kaos.operator.world import World, plain, resource_key
+from kaos.operator.world import World, plain
 from kaos.reconcile import (
     CHART_OF,
     DEPLOY,
@@ -37,6 +37,7 @@ from kaos.reconcile import (
     cluster_endpoint_of,
     dependencies,
     plan,
+    ref_of,
     release_name,
     status,
 )
@@ -87,7 +88,7 @@ class OperatorState:
 
 def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
     """The resource with its CRD defaults, and its plan against what the world holds now."""
-    ref = resource_key(resource)
+    ref = ref_of(resource)
     try:
         resource = crds.validate(dict(resource), settings.charts_dir / "kaos" / "crds")
     except crds.ValidationError as invalid:
@@ -106,7 +107,7 @@ def _failed(ref: Ref, message: str) -> Plan:
 def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
     """What a reconcile reads: the resource's spec (by uid and generation: its status and the
     annotations kopf writes are not inputs), its dependencies by version, and its Deployment."""
-    ref = resource_key(resource)
+    ref = ref_of(resource)
     metadata = resource.get("metadata") or {}
     dependency_versions = tuple(_version(world.get(dependency)) for dependency in dependencies(resource))
     return (metadata.get("uid"), metadata.get("generation")), dependency_versions, world.replicas(ref)
@@ -122,7 +123,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
     Without force, nothing is done when no input changed since the last reconcile and no
     helm failure waits for a retry.
     """
-    ref = resource_key(body)
+    ref = ref_of(body)
     async with state.locks[ref]:
         resource = plain(body)  # after the wait: a timer's body follows the live object
         inputs = fingerprint(resource, world)
@@ -145,7 +146,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
 
 
 async def uninstall(body, *, state: OperatorState, logger) -> None:
-    ref = resource_key(body)
+    ref = ref_of(body)
     async with state.locks[ref]:
         await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
         logger.info(f"uninstalled release {release_name(ref.kind, ref.name)}")

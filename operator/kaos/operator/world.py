@@ -18,11 +18,6 @@ def plain(body: Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy({key: body[key] for key in body})
 
 
-def resource_key(body: Mapping[str, Any]) -> Ref:
-    metadata = body["metadata"]
-    return Ref(body["kind"], metadata.get("namespace") or "default", metadata["name"])
-
-
 def deployment_key(body: Mapping[str, Any]) -> Ref | None:
     """The KAOS resource a Deployment belongs to, from the labels the workload charts set."""
     metadata = body.get("metadata") or {}
