@@ -4,8 +4,8 @@
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name) -}}
 {{- fail (printf "name: %q is not a DNS-1123 label (lower case letters, digits and '-')" $name) -}}
 {{- end -}}
-{{- if gt (len $name) 54 -}}
-{{- fail (printf "name: %q is longer than 54 characters (modelapi-<name> must fit in 63)" $name) -}}
+{{- if gt (len $name) 49 -}}
+{{- fail (printf "name: %q is longer than 49 characters (the label kaos.tools/uses-modelapi-<name> must fit in 63)" $name) -}}
 {{- end -}}
 {{- $name -}}
 {{- end -}}
