@@ -139,10 +139,13 @@ def cmd_apply(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    client = _client()
     if args.file:
-        targets = [(d["kind"], (d.get("metadata") or {}).get("namespace") or "default", d["metadata"]["name"])
-                   for d, _ in load_manifests(args.file)]
+        targets = []
+        for document, source in load_manifests(args.file):
+            metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+            if not document.get("kind") or not metadata.get("name"):
+                raise UsageError(f"{source}: a manifest without kind or metadata.name cannot be deleted")
+            targets.append((document["kind"], metadata.get("namespace") or "default", metadata["name"]))
     elif args.kind and args.name:
         kind = KIND_ALIASES.get(args.kind.lower())
         if kind is None:
@@ -150,6 +153,7 @@ def cmd_delete(args) -> int:
         targets = [(kind, args.namespace, args.name)]
     else:
         raise UsageError("give -f PATH, or a kind and a name: kaos delete agent NAME")
+    client = _client()
     for kind, namespace, name in targets:
         client.delete(kind, name, namespace)
         print(f"{kind} {namespace}/{name} deleted")
