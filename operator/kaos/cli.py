@@ -30,7 +30,10 @@ def _documents(paths: list[str]) -> list[tuple[dict, str]]:
     from kaos.local.controlplane import validate_documents  # jsonschema and the core: only when needed
 
     documents = load_manifests(paths)
-    validate_documents(documents)
+    try:
+        validate_documents(documents)
+    except FileNotFoundError as error:  # no CRD schemas under KAOS_CHARTS_DIR
+        raise UsageError(str(error)) from None
     return documents
 
 
