@@ -44,7 +44,7 @@ def _text(content, index: int) -> str:
 def parse_chat_body(raw: bytes) -> ChatBody:
     try:
         payload = json.loads(raw)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
         raise BadRequest(400, f"malformed JSON body: {error}") from None
     if not isinstance(payload, dict):
         raise BadRequest(400, "the body must be a JSON object")
