@@ -20,13 +20,15 @@ def offered_models(modelapi_spec: Mapping[str, Any]) -> list[str]:
     if modelapi_spec.get("mode") == "Hosted":
         tag = (modelapi_spec.get("hostedConfig") or {}).get("model") or ""
         return [tag, f"ollama/{tag}"] if tag else []
-    proxy = modelapi_spec.get("proxyConfig") or {}
+    return proxy_models(modelapi_spec.get("proxyConfig") or {}) or config_yaml_model_names(modelapi_spec)
+
+
+def proxy_models(proxy: Mapping[str, Any]) -> list[str]:
+    """``proxyConfig.models``, with the ``model`` shorthand added when it is not listed."""
     models = list(proxy.get("models") or [])
     if proxy.get("model") and proxy["model"] not in models:
         models.append(proxy["model"])
-    if models:
-        return models
-    return config_yaml_model_names(modelapi_spec)
+    return models
 
 
 def config_yaml_model_names(modelapi_spec: Mapping[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import ref_of
 
 MEMORY_DEFAULTS = {"enabled": True, "contextLimit": 6, "maxSessions": 1000, "maxSessionEvents": 500}
@@ -88,9 +89,6 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     spec = resource.get("spec") or {}
     proxy = spec.get("proxyConfig") or {}
     container = _container(spec)
-    models = list(proxy.get("models") or [])
-    if proxy.get("model") and proxy["model"] not in models:
-        models.append(proxy["model"])
     api_key = proxy.get("apiKey") or {}
     hosted_image = settings.ollama_image.values()
     proxy_image = settings.litellm_image.values()
@@ -103,7 +101,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         "mode": spec.get("mode", "Proxy"),
         "proxy": {
             "image": proxy_image,
-            "models": models,
+            "models": proxy_models(proxy),
             "provider": proxy.get("provider") or "",
             "apiBase": proxy.get("apiBase") or "",
             "apiKey": {
