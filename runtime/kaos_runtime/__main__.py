@@ -64,7 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or args[0] not in ("agent", "mcp"):
         print(USAGE, file=sys.stderr)
         return 2
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env = os.environ
     level = _log_level(env)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
