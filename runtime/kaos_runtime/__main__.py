@@ -44,7 +44,7 @@ def _agent(env, level: str) -> None:
 
 
 def _mcp(env, level: str) -> None:
-    from .mcp_app import create_mcp_app
+    from .mcp_server import create_mcp_app
 
     host, port = _listen(env)
     app = create_mcp_app(
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("httpx", "httpx2", "httpcore", "LiteLLM"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
     from .config import ConfigError
-    from .mcp_tools import ToolsSourceError
+    from .python_string_tools import ToolsSourceError
 
     try:
         (_agent if args[0] == "agent" else _mcp)(env, level)

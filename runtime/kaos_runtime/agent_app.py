@@ -17,8 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from . import openai_format
-from .agent_loop import Agent
-from .agent_loop import Request as AgentRequest
+from .agent_loop import Agent, LoopRequest
 from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
 from .config import AgentConfig
 from .errors import describe
@@ -167,7 +166,7 @@ def create_app(config: AgentConfig, telemetry: Telemetry | None = None) -> FastA
         session_id = given or new_session_id()
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         with runtime.telemetry.server_span("chat", request.headers, attributes):
-            answer = await runtime.agent.run(AgentRequest(
+            answer = await runtime.agent.run(LoopRequest(
                 messages=body.messages, session_id=session_id, depth=depth, continued=given is not None,
             ))
         headers = {SESSION_HEADER: session_id}

@@ -20,8 +20,9 @@ DELEGATION_ROLE = "task-delegation"
 
 
 @dataclass(frozen=True)
-class Request:
-    """A validated chat request: messages (roles user/assistant/system/task-delegation)."""
+class LoopRequest:
+    """What one run of the agentic loop works on: the validated messages of a chat request
+    (roles user/assistant/system/task-delegation), its session and its delegation depth."""
 
     messages: list[dict]
     session_id: str
@@ -70,7 +71,7 @@ class Agent:
         self.tools = tools
         self.peers = peers
 
-    async def run(self, request: Request) -> Answer:
+    async def run(self, request: LoopRequest) -> Answer:
         session = request.session_id
         event_type, text = incoming_event(request.messages)
         history = self.memory.history(session, self.config.memory.context_limit) if request.continued else []
@@ -111,7 +112,7 @@ class Agent:
                 self.telemetry.failed(span, str(error))
                 raise
 
-    async def _act(self, action, request: Request, conversation: list[dict]) -> str:
+    async def _act(self, action, request: LoopRequest, conversation: list[dict]) -> str:
         """Run what a block asks for; the text returned goes back to the model."""
         session = request.session_id
         if isinstance(action, ToolCall):
@@ -134,7 +135,7 @@ class Agent:
         self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
         return f"Result of tool {call.tool}:\n{result}"
 
-    async def _delegate(self, delegation: Delegation, request: Request, conversation: list[dict]) -> str:
+    async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict]) -> str:
         session, agent = request.session_id, delegation.agent
         peer = self.peers.get(agent)
         refusal = None

@@ -8,10 +8,10 @@ from kaos_runtime.agent_app import agent_card
 from kaos_runtime.blocks import BadBlock, Delegation, ToolCall, find_action
 from kaos_runtime.chat_request import BadRequest, parse_chat_body, parse_depth
 from kaos_runtime.config import ConfigError, MemoryConfig, env_key, load_agent_config, peer_base_url
-from kaos_runtime.mcp_tools import ToolsSourceError, load_tools
 from kaos_runtime.memory import Memory
 from kaos_runtime.model import openai_base_url
 from kaos_runtime.prompts import system_prompt
+from kaos_runtime.python_string_tools import ToolsSourceError, load_tools
 
 
 def test_peer_and_mcp_env_names():

@@ -9,7 +9,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from .mcp_tools import load_tools
+from .python_string_tools import load_tools
 
 log = logging.getLogger("kaos_runtime.mcp_server")
 
