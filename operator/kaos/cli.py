@@ -12,9 +12,10 @@ from pathlib import Path
 import httpx
 import yaml
 
+from kaos.api import KIND_ALIASES
 from kaos.local import display
 from kaos.local.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
-from kaos.local.manifests import KIND_ALIASES, ApplyError, ManifestError, load_manifests
+from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
 from kaos.local.routes import gateway_path
 from kaos.local.state import kaos_home, read_state

@@ -17,10 +17,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from kaos.reconcile.refs import CHART_OF, HELM_RELEASE_NAME_MAX
+from kaos.api import API_VERSION, CHART_OF, HELM_RELEASE_NAME_MAX
 from kaos.settings import REPO_CHARTS_DIR
-
-API_VERSION = "kaos.tools/v1alpha1"
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -43,7 +41,7 @@ def default_crd_dir() -> Path:
 
 
 def load_schemas(crd_dir: str | os.PathLike | None = None) -> dict[str, dict]:
-    """kind -> openAPIV3Schema of the served kaos.tools/v1alpha1 version, from the CRD files."""
+    """kind -> openAPIV3Schema of the served API_VERSION, from the CRD files."""
     return _load_schemas(Path(crd_dir) if crd_dir else default_crd_dir())
 
 

@@ -12,6 +12,7 @@ import time
 import httpx
 import pytest
 
+from kaos.api import API_VERSION
 from kaos.local.controlplane import ControlPlane, validate_documents
 from kaos.local.manifests import ApplyError
 from kaos.local.server import ensure_helm_on_path
@@ -34,12 +35,12 @@ STAND_IN = textwrap.dedent(f"""\
     http.server.ThreadingHTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
 """)
 
-MODELAPI = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+MODELAPI = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "llm"},
             "spec": {"mode": "Proxy", "proxyConfig": {"models": ["m"]}}}
 
 
 def agent(name="a", **spec):
-    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": name},
+    return {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": name},
             "spec": {"modelAPI": "llm", "model": "m", **spec}}
 
 

@@ -18,11 +18,9 @@ import aiohttp.web
 import httpx
 import kmock
 
+from kaos.api import API_VERSION, PLURALS
 from kaos.helm import Helm
 from tests.charts.manifests import problems
-
-GROUP_VERSION = "kaos.tools/v1alpha1"
-PLURAL = {"Agent": "agents", "ModelAPI": "modelapis", "MCPServer": "mcpservers"}
 
 
 @dataclass
@@ -149,8 +147,8 @@ users:
 
 def declare_resources(kmock) -> None:
     kmock.resources.load_bundled()
-    for kind, plural in PLURAL.items():
-        kmock.resources[f"{GROUP_VERSION}/{plural}"] = {
+    for kind, plural in PLURALS.items():
+        kmock.resources[f"{API_VERSION}/{plural}"] = {
             "kind": kind,
             "singular": kind.lower(),
             "namespaced": True,
@@ -160,7 +158,7 @@ def declare_resources(kmock) -> None:
 
 
 def path_of(kind: str, namespace: str, name: str | None = None) -> str:
-    path = f"/apis/{GROUP_VERSION}/namespaces/{namespace}/{PLURAL[kind]}"
+    path = f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}"
     return f"{path}/{name}" if name else path
 
 
@@ -172,7 +170,7 @@ class Cluster:
         self.namespace = namespace
 
     async def create(self, kind: str, name: str, spec: dict) -> None:
-        body = {"apiVersion": GROUP_VERSION, "kind": kind,
+        body = {"apiVersion": API_VERSION, "kind": kind,
                 "metadata": {"name": name, "namespace": self.namespace, "uid": f"uid-{kind}-{name}"}, "spec": spec}
         response = await self.kmock.post(path_of(kind, self.namespace), json=body)
         assert response.status < 300, await response.text()
@@ -189,7 +187,7 @@ class Cluster:
         assert response.status < 300, await response.text()
 
     def key(self, kind: str, name: str):
-        return (f"{GROUP_VERSION}/{PLURAL[kind]}", self.namespace, name)
+        return (f"{API_VERSION}/{PLURALS[kind]}", self.namespace, name)
 
     def get(self, kind: str, name: str) -> dict | None:
         try:

@@ -2,6 +2,7 @@
 
 import asyncio
 
+from kaos.api import FINALIZER
 from tests.operator.harness import eventually
 
 NS = "team"
@@ -24,7 +25,7 @@ async def test_agent_waits_for_its_modelapi_then_becomes_ready(operator):
 
     waiting = await eventually(lambda: cluster.status("Agent", "solo").get("phase") == "Waiting" and cluster.status("Agent", "solo"))
     assert "ModelAPI llm (not found)" in waiting["message"]
-    assert "kaos.tools/finalizer" in cluster.get("Agent", "solo")["metadata"]["finalizers"]
+    assert FINALIZER in cluster.get("Agent", "solo")["metadata"]["finalizers"]
     assert helm.applied("agent-solo") == []
 
     await cluster.create("ModelAPI", "llm", proxy_api())

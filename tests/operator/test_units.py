@@ -6,6 +6,7 @@ import logging
 import kopf
 import pytest
 
+from kaos.api import API_VERSION, FINALIZER
 from kaos.operator.backoff import Backoff
 from kaos.operator.handlers import QuietTimers
 from kaos.operator.reconciler import OperatorState, reconcile
@@ -83,12 +84,12 @@ async def test_a_reconcile_racing_another_on_the_same_inputs_writes_no_status_ag
     world = World({}, {}, {}, {})
     logger = logging.getLogger("test")
     created = {
-        "apiVersion": "kaos.tools/v1alpha1", "kind": "MCPServer",
+        "apiVersion": API_VERSION, "kind": "MCPServer",
         "metadata": {"name": "remote", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
         "spec": {"runtime": "custom", "url": "http://127.0.0.1:1/mcp"},
     }
     with_finalizer = copy.deepcopy(created)
-    with_finalizer["metadata"].update(resourceVersion="2", finalizers=["kaos.tools/finalizer"])
+    with_finalizer["metadata"].update(resourceVersion="2", finalizers=[FINALIZER])
 
     async def run(body, force):
         patch = kopf.Patch()

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from kaos import crds, reconcile
+from kaos.api import KINDS
 from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, local_process
-from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, ApplyError, apply_order
+from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.local.ports import free_port
 from kaos.local.routes import Backend, Route, route_timeout
 from kaos.local.supervisor import Supervisor
@@ -81,9 +82,9 @@ def validate_document(document: dict) -> dict:
         if document.get("apiVersion") != "v1" or not metadata.get("name"):
             raise ValueError(f"{kind}: needs apiVersion v1 and metadata.name")
         return copy.deepcopy(document)
-    if kind not in KAOS_KINDS:
+    if kind not in KINDS:
         raise ValueError(
-            f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*KAOS_KINDS, *CORE_KINDS))})"
+            f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*KINDS, *CORE_KINDS))})"
         )
     return crds.validate(document)
 
@@ -203,7 +204,7 @@ class ControlPlane:
     def list(self, kind: str | None = None, namespace: str | None = None) -> list[dict]:
         return [
             self.resources[ref]
-            for ref in sorted(self.resources, key=lambda r: (KAOS_KINDS.index(r.kind), r.namespace, r.name))
+            for ref in sorted(self.resources, key=lambda r: (KINDS.index(r.kind), r.namespace, r.name))
             if (kind is None or ref.kind == kind) and (namespace is None or ref.namespace == namespace)
         ]
 

@@ -6,14 +6,10 @@ from pathlib import Path
 
 import yaml
 
-KAOS_KINDS = ("ModelAPI", "MCPServer", "Agent")
+from kaos.api import KINDS
+
+# The Kubernetes kinds `kaos up` keeps besides its own (what env valueFrom and volumes read).
 CORE_KINDS = ("Secret", "ConfigMap")
-# kubectl-like names accepted by `kaos get` / `kaos delete`
-KIND_ALIASES = {
-    "agent": "Agent", "agents": "Agent",
-    "modelapi": "ModelAPI", "modelapis": "ModelAPI", "api": "ModelAPI", "apis": "ModelAPI",
-    "mcpserver": "MCPServer", "mcpservers": "MCPServer", "mcp": "MCPServer", "mcps": "MCPServer",
-}
 
 
 class ManifestError(ValueError):
@@ -51,7 +47,7 @@ def load_manifests(paths: list[str]) -> list[tuple[dict, str]]:
 
 def apply_order(kind: str) -> int:
     """Secrets and ConfigMaps first, then ModelAPIs, MCP servers, agents."""
-    order = (*CORE_KINDS, *KAOS_KINDS)
+    order = (*CORE_KINDS, *KINDS)
     return order.index(kind) if kind in order else len(order)
 
 

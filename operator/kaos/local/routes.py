@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-SEGMENT_KIND = {"agent": "Agent", "modelapi": "ModelAPI", "mcp": "MCPServer"}
-KIND_SEGMENT = {kind: segment for segment, kind in SEGMENT_KIND.items()}
+from kaos.api import KIND_OF_SEGMENT, SEGMENT_OF
+
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -34,14 +34,14 @@ class Backend:
 def parse_route(path: str) -> Route | None:
     """Split a gateway path; None when it is not ``/<ns>/<agent|modelapi|mcp>/<name>[/...]``."""
     parts = path.split("/", 4)
-    if len(parts) < 4 or parts[0] != "" or parts[2] not in SEGMENT_KIND or not parts[1] or not parts[3]:
+    if len(parts) < 4 or parts[0] != "" or parts[2] not in KIND_OF_SEGMENT or not parts[1] or not parts[3]:
         return None
     rest = "/" + parts[4] if len(parts) == 5 else "/"
-    return Route(parts[1], SEGMENT_KIND[parts[2]], parts[3], rest)
+    return Route(parts[1], KIND_OF_SEGMENT[parts[2]], parts[3], rest)
 
 
 def gateway_path(namespace: str, kind: str, name: str) -> str:
-    return f"/{namespace}/{KIND_SEGMENT[kind]}/{name}"
+    return f"/{namespace}/{SEGMENT_OF[kind]}/{name}"
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")

@@ -19,9 +19,10 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 
+from kaos.api import KIND_ALIASES, KINDS
 from kaos.local.controlplane import ControlPlane, validate_documents
 from kaos.local.gateway import Gateway, read_body, send_json
-from kaos.local.manifests import CORE_KINDS, KAOS_KINDS, KIND_ALIASES, ApplyError
+from kaos.local.manifests import CORE_KINDS, ApplyError
 from kaos.local.ports import LOOPBACK, PortInUse, check_port_free
 from kaos.local.state import State, clear_state, write_state
 from kaos.reconcile import Ref
@@ -80,7 +81,7 @@ class App:
                 return 422, {"error": str(error)}
         if (method, action) == ("POST", "delete"):
             kind = KIND_ALIASES.get(str(body.get("kind", "")).lower(), body.get("kind"))
-            if kind not in (*KAOS_KINDS, *CORE_KINDS):
+            if kind not in (*KINDS, *CORE_KINDS):
                 return 400, {"error": f"unknown kind {body.get('kind')!r}; use agent, modelapi or mcpserver"}
             ref = Ref(kind, body.get("namespace") or "default", body.get("name", ""))
             if control.delete(ref):

@@ -1,4 +1,4 @@
-"""kopf handlers for Agent, ModelAPI and MCPServer (kaos.tools/v1alpha1).
+"""kopf handlers for Agent, ModelAPI and MCPServer (kaos.api: kaos.tools/v1alpha1).
 
 - indices keep the last seen state of every KAOS resource and the replica counts of the
   Deployments the workload charts create;
@@ -15,6 +15,7 @@ import logging
 
 import kopf
 
+from kaos.api import FINALIZER, GROUP, PLURALS, VERSION
 from kaos.helm import HelmBackend, HelmError
 from kaos.mcp_tools import discover_tools
 from kaos.operator.backoff import Backoff
@@ -22,10 +23,6 @@ from kaos.operator.reconciler import OperatorState, reconcile, uninstall
 from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
-
-GROUP, VERSION = "kaos.tools", "v1alpha1"
-PLURALS = {AGENT: "agents", MODELAPI: "modelapis", MCPSERVER: "mcpservers"}
-FINALIZER = "kaos.tools/finalizer"
 
 # Replaced by tests: to record helm calls instead of running against a cluster, and to keep
 # MCP tool discovery on loopback addresses.

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from kaos.reconcile import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
+from kaos.api import AGENT, KIND_OF_CHART, MCPSERVER, MODELAPI, resource_label
+from kaos.reconcile import Ref
 
-KIND_OF_CHART = {chart: kind for kind, chart in CHART_OF.items()}
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 CHART_LABEL = "app.kubernetes.io/name"
 
@@ -24,7 +24,7 @@ def deployment_key(body: Mapping[str, Any]) -> Ref | None:
     labels = metadata.get("labels") or {}
     chart = labels.get(CHART_LABEL)
     kind = KIND_OF_CHART.get(chart)
-    name = labels.get(f"kaos.tools/{chart}")
+    name = labels.get(resource_label(chart)) if chart else None
     if kind is None or not name:
         return None
     return Ref(kind, metadata.get("namespace") or "default", name)

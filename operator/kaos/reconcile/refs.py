@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-AGENT = "Agent"
-MODELAPI = "ModelAPI"
-MCPSERVER = "MCPServer"
-KINDS = (AGENT, MODELAPI, MCPSERVER)
+from kaos.api import AGENT, CHART_OF, HELM_RELEASE_NAME_MAX, KINDS, MCPSERVER, MODELAPI
 
-# kind -> workload chart (also the prefix of the release and of the objects it creates)
-CHART_OF = {AGENT: "agent", MODELAPI: "modelapi", MCPSERVER: "mcpserver"}
-
-HELM_RELEASE_NAME_MAX = 53
+__all__ = [
+    "AGENT", "CHART_OF", "HELM_RELEASE_NAME_MAX", "KINDS", "MCPSERVER", "MODELAPI",
+    "Ref", "dependencies", "ref_of", "release_name",
+]
 
 
 class Ref(NamedTuple):

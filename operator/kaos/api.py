@@ -1,0 +1,65 @@
+"""The KAOS API: its group and version, its kinds and every name a kind goes by.
+
+The one place these are written in Python. The CRDs in charts/kaos/crds state the same for
+the API server (tests/reconcile/test_api.py holds the two together); the CRD loader, the
+operator, the local control plane, the CLI and the tests take them from here.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+GROUP = "kaos.tools"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+AGENT, MODELAPI, MCPSERVER = "Agent", "ModelAPI", "MCPServer"
+
+# Helm's limit on a release name; each resource becomes the release "<chart>-<name>".
+HELM_RELEASE_NAME_MAX = 53
+
+# The finalizer the operator puts on every resource, so that deleting one uninstalls its release.
+FINALIZER = f"{GROUP}/finalizer"
+
+
+class KindNames(NamedTuple):
+    """The names of one kind."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    # The path segment of its routes: /<namespace>/<segment>/<name> (HTTPRoute and local gateway).
+    segment: str
+    # Its workload chart, also the prefix of its release and objects ("<chart>-<name>"), the
+    # component label and the label key "kaos.tools/<chart>" of the objects.
+    chart: str
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+# In dependency order: what an Agent uses comes first (the order `kaos up` applies and lists them).
+NAMES: dict[str, KindNames] = {
+    MODELAPI: KindNames(MODELAPI, "modelapis", ("api", "apis"), "modelapi", "modelapi"),
+    MCPSERVER: KindNames(MCPSERVER, "mcpservers", ("mcp", "mcps"), "mcp", "mcpserver"),
+    AGENT: KindNames(AGENT, "agents", ("agent", "agents"), "agent", "agent"),
+}
+KINDS = tuple(NAMES)
+
+PLURALS = {kind: names.plural for kind, names in NAMES.items()}
+CHART_OF = {kind: names.chart for kind, names in NAMES.items()}
+KIND_OF_CHART = {names.chart: kind for kind, names in NAMES.items()}
+SEGMENT_OF = {kind: names.segment for kind, names in NAMES.items()}
+KIND_OF_SEGMENT = {names.segment: kind for kind, names in NAMES.items()}
+# What kubectl accepts for a kind, lower case: singular, plural and short names.
+KIND_ALIASES = {
+    alias: kind
+    for kind, names in NAMES.items()
+    for alias in (names.singular, names.plural, *names.short_names)
+}
+
+
+def resource_label(chart: str) -> str:
+    """The label key whose value names the resource an object belongs to: ``kaos.tools/<chart>``."""
+    return f"{GROUP}/{chart}"
