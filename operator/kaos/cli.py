@@ -18,7 +18,7 @@ from kaos.local.client import Client, ControlPlaneError, spawn_control_plane, st
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
 from kaos.local.routes import gateway_path
-from kaos.local.state import kaos_home, read_state
+from kaos.local.state import read_state
 
 UP_TIMEOUT = 600.0
 
@@ -27,28 +27,28 @@ class UsageError(Exception):
     pass
 
 
-def _documents(paths: list[str]) -> list[tuple[dict, str]]:
+def _documents(paths: list[str], settings) -> list[tuple[dict, str]]:
     from kaos.local.controlplane import validate_documents  # jsonschema and the core: only when needed
 
     documents = load_manifests(paths)
     try:
-        validate_documents(documents)
+        validate_documents(documents, settings.crd_dir)
     except FileNotFoundError as error:  # no CRD schemas under KAOS_CHARTS_DIR
         raise UsageError(str(error)) from None
     return documents
 
 
 def _settings():
-    from kaos.settings import Settings
+    from kaos.settings import Settings, SettingsError
 
     try:
         return Settings.from_env()
-    except ValueError as error:
+    except SettingsError as error:
         raise UsageError(f"invalid settings: {error}") from None
 
 
 def _client() -> Client:
-    return Client.from_home(kaos_home())
+    return Client.from_home(_settings().home)
 
 
 def _gateway() -> str:
@@ -59,15 +59,15 @@ def _gateway() -> str:
 
 
 def cmd_up(args) -> int:
-    home = kaos_home()
+    settings = _settings()
+    home = settings.home
     state = read_state(home)
     if state is not None:
         raise UsageError(
             f"a control plane is already running on port {state.port} (KAOS_HOME={home}); "
             "use `kaos apply -f ...`, or `kaos down` first"
         )
-    settings = _settings()
-    documents = _documents(args.file) if args.file else []
+    documents = _documents(args.file, settings) if args.file else []
     check_port_free(args.port)
     if args.detach:
         return _up_detached(home, args.port, documents)
@@ -137,7 +137,7 @@ def _up_foreground(home: Path, port: int, settings, documents) -> int:
 
 def cmd_apply(args) -> int:
     client = _client()
-    for result in client.apply(_documents(args.file)):
+    for result in client.apply(_documents(args.file, _settings())):
         print(f"{result['kind']} {result['namespace']}/{result['name']} {result['result']}")
     return 0
 
@@ -260,7 +260,7 @@ def _check_chat(response: httpx.Response, args) -> None:
 
 
 def cmd_down(args) -> int:
-    if stop_control_plane(kaos_home()):
+    if stop_control_plane(_settings().home):
         print("stopped the control plane and every process it started")
     else:
         print("no control plane is running")

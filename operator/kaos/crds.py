@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 from kaos.api import API_VERSION, CHART_OF, HELM_RELEASE_NAME_MAX
-from kaos.settings import REPO_CHARTS_DIR
+from kaos.settings import Settings, variable
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -33,11 +33,8 @@ class ValidationError(ValueError):
 
 
 def default_crd_dir() -> Path:
-    """charts/kaos/crds under $KAOS_CHARTS_DIR, else the repository's charts folder."""
-    charts = os.environ.get("KAOS_CHARTS_DIR")
-    if charts:
-        return Path(charts) / "kaos" / "crds"
-    return REPO_CHARTS_DIR / "kaos" / "crds"
+    """The CRD folder of the settings: charts/kaos/crds under KAOS_CHARTS_DIR, else the repository's."""
+    return Settings.from_env().crd_dir
 
 
 def load_schemas(crd_dir: str | os.PathLike | None = None) -> dict[str, dict]:
@@ -49,7 +46,7 @@ def load_schemas(crd_dir: str | os.PathLike | None = None) -> dict[str, dict]:
 def _load_schemas(crd_dir: Path) -> dict[str, dict]:
     files = sorted(crd_dir.glob("*.yaml"))
     if not files:
-        raise FileNotFoundError(f"no CRD files in {crd_dir} (set KAOS_CHARTS_DIR to the charts folder)")
+        raise FileNotFoundError(f"no CRD files in {crd_dir} (set {variable('charts_dir')} to the charts folder)")
     schemas = {}
     for path in files:
         for doc in yaml.safe_load_all(path.read_text()):

@@ -1,11 +1,13 @@
-"""Helm at the edge, through pyhelm3: render a workload chart, install/upgrade or uninstall a release.
+"""Helm at the edge, through pyhelm3: the one helm wrapper of KAOS.
 
-Everything else in KAOS works on plain values; this module is the only one that runs helm.
+``Helm`` renders a workload chart (``helm template``: what the local control plane runs) and
+installs/upgrades or uninstalls a release (what the operator does in a cluster). Everything
+else in KAOS works on plain values; this module is the only one that runs helm. The charts
+folder and the helm program come from the settings (``KAOS_CHARTS_DIR``, ``KAOS_HELM``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -14,7 +16,8 @@ from typing import Any
 import pyhelm3
 from pyhelm3 import errors as helm_errors
 
-HELM_EXECUTABLE_ENV = "KAOS_HELM"
+from kaos.settings import Settings, variable
+
 MESSAGE_LIMIT = 2000
 HELM_DEBUG_HINT = "Use --debug flag to render out invalid YAML"
 
@@ -40,17 +43,12 @@ def _helm_message(error: helm_errors.Error) -> str:
     return message or f"helm exited with code {error.returncode}"
 
 
-def helm_executable() -> str:
-    """``$KAOS_HELM``, else the ``helm`` on PATH."""
-    return os.environ.get(HELM_EXECUTABLE_ENV) or shutil.which("helm") or "helm"
-
-
 class Helm:
     """One pyhelm3 client and the workload charts it has loaded (loaded once, then reused)."""
 
-    def __init__(self, charts_dir: Path, executable: str | None = None):
-        self.charts_dir = Path(charts_dir)
-        self.executable = executable or helm_executable()
+    def __init__(self, settings: Settings):
+        self.charts_dir = Path(settings.charts_dir)
+        self.executable = settings.helm or shutil.which("helm") or "helm"
         self._client: pyhelm3.Client | None = None
         self._charts: dict[str, Any] = {}
 
@@ -59,7 +57,9 @@ class Helm:
         if self._client is None:
             executable = Path(self.executable)
             if not (shutil.which(self.executable) or (executable.is_file() and os.access(executable, os.X_OK))):
-                raise HelmError(f"helm not found: {self.executable!r} (put helm on PATH or set {HELM_EXECUTABLE_ENV})")
+                raise HelmError(
+                    f"helm not found: {self.executable!r} (put helm on PATH or set {variable('helm')})"
+                )
             self._client = pyhelm3.Client(executable=self.executable)
         return self._client
 
@@ -67,7 +67,9 @@ class Helm:
         if chart_name not in self._charts:
             path = self.charts_dir / chart_name
             if not (path / "Chart.yaml").is_file():
-                raise HelmError(f"chart {chart_name!r} not found in {self.charts_dir} (set KAOS_CHARTS_DIR)")
+                raise HelmError(
+                    f"chart {chart_name!r} not found in {self.charts_dir} (set {variable('charts_dir')})"
+                )
             self._charts[chart_name] = await self._call(self.client.get_chart(path), f"show chart {path}")
         return self._charts[chart_name]
 
@@ -101,25 +103,3 @@ class Helm:
             return await awaitable
         except helm_errors.Error as error:
             raise HelmError(_helm_message(error), command) from None
-
-
-async def render_async(chart_name: str, release: str, namespace: str, values: dict, settings) -> list[dict]:
-    return await Helm(settings.charts_dir).render(chart_name, release, namespace, values)
-
-
-def render(chart_name: str, release: str, namespace: str, values: dict, settings) -> list[dict]:
-    """Sync wrapper of render_async (not from inside a running event loop)."""
-    return asyncio.run(render_async(chart_name, release, namespace, values, settings))
-
-
-class HelmBackend:
-    """What the operator asks of helm: apply a plan's release, or uninstall it."""
-
-    def __init__(self, settings, executable: str | None = None):
-        self.helm = Helm(settings.charts_dir, executable)
-
-    async def apply(self, chart_name: str, release: str, namespace: str, values: dict) -> int:
-        return await self.helm.apply(chart_name, release, namespace, values)
-
-    async def uninstall(self, release: str, namespace: str) -> None:
-        await self.helm.uninstall(release, namespace)

@@ -1,20 +1,25 @@
-"""Platform settings of the operator and the local control plane.
+"""Platform settings of the operator, the local control plane and the CLI: the ``KAOS_*`` variables.
 
-In a cluster they come from the platform chart's ConfigMap as ``KAOS_*`` env vars; the
-defaults below equal ``charts/kaos/values.yaml``.
+Each field is one variable (``KAOS_`` + its name in upper case), with its type and default;
+``Settings.from_env()`` is the one place they are read. In a cluster they come from the
+platform chart's ConfigMap, and the defaults below equal ``charts/kaos/values.yaml``.
+``Settings(...)`` alone holds the defaults and the given values, without reading anything.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
 import yaml
+from pydantic import Field, PositiveFloat, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+PREFIX = "KAOS_"
 REPO_CHARTS_DIR = Path(__file__).resolve().parents[2] / "charts"
 
 
@@ -23,6 +28,10 @@ def _app_version() -> str:
         return metadata.version("kaos")
     except metadata.PackageNotFoundError:
         return "0.1.0"
+
+
+class SettingsError(ValueError):
+    """A ``KAOS_*`` variable whose value cannot be used; the message names the variable."""
 
 
 @dataclass(frozen=True)
@@ -40,24 +49,40 @@ class Image:
         return f"{self.repository}:{self.tag}"
 
 
-@dataclass(frozen=True)
-class Settings:
-    runtime_image: Image = field(
-        default_factory=lambda: Image("ghcr.io/kaos-tools/kaos-runtime", _app_version())
-    )
-    litellm_image: Image = Image("ghcr.io/berriai/litellm", "main-v1.106.2")
-    ollama_image: Image = Image("ollama/ollama", "0.12.6")
+# A list or an object read by a validator below, not decoded as JSON by pydantic-settings first.
+Names = Annotated[tuple[str, ...], NoDecode]
+Object = Annotated[dict[str, Any], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="forbid")
+
+    # The images the workload charts run (KAOS_<NAME>_IMAGE_REPOSITORY, _TAG, _PULL_POLICY).
+    runtime_image_repository: str = "ghcr.io/kaos-tools/kaos-runtime"
+    runtime_image_tag: str = Field(default_factory=_app_version)
+    runtime_image_pull_policy: str = "IfNotPresent"
+    litellm_image_repository: str = "ghcr.io/berriai/litellm"
+    litellm_image_tag: str = "main-v1.106.2"
+    litellm_image_pull_policy: str = "IfNotPresent"
+    ollama_image_repository: str = "ollama/ollama"
+    ollama_image_tag: str = "0.12.6"
+    ollama_image_pull_policy: str = "IfNotPresent"
+    # The workload charts, and the CRDs under kaos/crds.
     charts_dir: Path = REPO_CHARTS_DIR
+    # The helm program; empty: the helm on PATH.
+    helm: str = ""
     gateway_enabled: bool = False
     gateway_name: str = "kaos-gateway"
     gateway_namespace: str = ""
     gateway_timeout: str = ""
     network_policy_enabled: bool = False
-    gateway_namespace_selector: Mapping[str, Any] = field(default_factory=dict)
+    gateway_namespace_selector: Object = Field(default_factory=dict)
     telemetry_enabled: bool = False
     telemetry_endpoint: str = ""
-    mcp_runtimes: Mapping[str, Any] = field(default_factory=dict)
-    watch_namespaces: tuple[str, ...] = ()
+    # The MCP runtime registry: name -> {image, command, args, env, port, path} (JSON or YAML).
+    mcp_runtimes: Object = Field(default_factory=dict)
+    # Comma (or space) separated; none: every namespace.
+    watch_namespaces: Names = ()
     cluster_domain: str = "cluster.local"
     log_level: str = "INFO"
     health_port: int = 8080
@@ -66,126 +91,112 @@ class Settings:
     # Operator tuning, not published by the platform chart: how often each resource's kopf
     # timer compares its dependencies and Deployment with what it last wrote, and the first
     # delay before retrying a failed helm command (doubling up to 5 minutes).
-    resync_seconds: float = 1.0
-    helm_retry_seconds: float = 5.0
+    resync_seconds: PositiveFloat = 1.0
+    helm_retry_seconds: PositiveFloat = 5.0
+    # Where `kaos up` records its control plane and keeps logs and volumes.
+    home: Path = Field(default_factory=lambda: Path.home() / ".kaos")
 
-    @property
-    def gateway_parent_namespace(self) -> str:
-        """The Gateway's namespace; empty in the values means the operator's namespace."""
-        return self.gateway_namespace or self.operator_namespace
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+        return (init_settings,)  # the environment is read by from_env() only
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
-        """Read ``KAOS_*`` variables; unset or empty ones keep the default.
-
-        Raises ValueError with the variable's name when a value cannot be parsed.
-        """
-        env = os.environ if environ is None else environ
-        base = cls()
-        reader = _EnvReader(env)
-        return cls(
-            runtime_image=reader.image("KAOS_RUNTIME_IMAGE", base.runtime_image),
-            litellm_image=reader.image("KAOS_LITELLM_IMAGE", base.litellm_image),
-            ollama_image=reader.image("KAOS_OLLAMA_IMAGE", base.ollama_image),
-            charts_dir=Path(reader.str("KAOS_CHARTS_DIR", str(base.charts_dir))),
-            gateway_enabled=reader.bool("KAOS_GATEWAY_ENABLED", base.gateway_enabled),
-            gateway_name=reader.str("KAOS_GATEWAY_NAME", base.gateway_name),
-            gateway_namespace=reader.str("KAOS_GATEWAY_NAMESPACE", base.gateway_namespace),
-            gateway_timeout=reader.str("KAOS_GATEWAY_TIMEOUT", base.gateway_timeout),
-            network_policy_enabled=reader.bool(
-                "KAOS_NETWORK_POLICY_ENABLED", base.network_policy_enabled
-            ),
-            gateway_namespace_selector=reader.mapping(
-                "KAOS_GATEWAY_NAMESPACE_SELECTOR", base.gateway_namespace_selector
-            ),
-            telemetry_enabled=reader.bool("KAOS_TELEMETRY_ENABLED", base.telemetry_enabled),
-            telemetry_endpoint=reader.str("KAOS_TELEMETRY_ENDPOINT", base.telemetry_endpoint),
-            mcp_runtimes=reader.mapping("KAOS_MCP_RUNTIMES", base.mcp_runtimes),
-            watch_namespaces=reader.list("KAOS_WATCH_NAMESPACES", base.watch_namespaces),
-            cluster_domain=reader.str("KAOS_CLUSTER_DOMAIN", base.cluster_domain),
-            log_level=reader.str("KAOS_LOG_LEVEL", base.log_level).upper(),
-            health_port=reader.int("KAOS_HEALTH_PORT", base.health_port),
-            health_host=reader.str("KAOS_HEALTH_HOST", base.health_host),
-            operator_namespace=reader.str("KAOS_OPERATOR_NAMESPACE", base.operator_namespace),
-            resync_seconds=reader.float("KAOS_RESYNC_SECONDS", base.resync_seconds),
-            helm_retry_seconds=reader.float("KAOS_HELM_RETRY_SECONDS", base.helm_retry_seconds),
-        )
-
-
-class _EnvReader:
-    def __init__(self, env: Mapping[str, str]):
-        self.env = env
-
-    def _raw(self, name: str) -> str | None:
-        value = self.env.get(name)
-        if value is None or value.strip() == "":
-            return None
-        return value.strip()
-
-    def str(self, name: str, default: str) -> str:
-        value = self._raw(name)
-        return default if value is None else value
-
-    def bool(self, name: str, default: bool) -> bool:
-        value = self._raw(name)
-        if value is None:
-            return default
-        lowered = value.lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"{name}={value!r}: expected true or false")
-
-    def int(self, name: str, default: int) -> int:
-        value = self._raw(name)
-        if value is None:
-            return default
+        """Read the ``KAOS_*`` variables (of ``os.environ``, or of ``environ``); unset, empty or
+        blank ones keep the default. Raises SettingsError naming the variable when a value is wrong."""
+        variables = _Variables(cls, os.environ if environ is None else environ)
         try:
-            return int(value)
-        except ValueError:
-            raise ValueError(f"{name}={value!r}: expected an integer") from None
+            return cls(**variables())
+        except ValidationError as error:
+            raise SettingsError("; ".join(_explain(problem) for problem in error.errors())) from None
 
-    def float(self, name: str, default: float) -> float:
-        value = self._raw(name)
-        if value is None:
-            return default
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"{name}={value!r}: expected a number") from None
-        if number <= 0:
-            raise ValueError(f"{name}={value!r}: expected a positive number")
-        return number
+    @field_validator("log_level")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
 
-    def list(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = self._raw(name)
-        if value is None:
-            return default
-        return tuple(item.strip() for item in value.replace(" ", ",").split(",") if item.strip())
+    @field_validator("home")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
 
-    def mapping(self, name: str, default: Mapping[str, Any]) -> Mapping[str, Any]:
+    @field_validator("watch_namespaces", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(item.strip() for item in value.replace(" ", ",").split(",") if item.strip())
+        return value
+
+    @field_validator("gateway_namespace_selector", "mcp_runtimes", mode="before")
+    @classmethod
+    def _object(cls, value: Any) -> Any:
         """A JSON (or YAML) object."""
-        value = self._raw(name)
-        if value is None:
-            return default
+        if not isinstance(value, str):
+            return value
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
             try:
                 parsed = yaml.safe_load(value)
             except yaml.YAMLError as error:
-                raise ValueError(f"{name}: not valid JSON or YAML: {error}") from None
+                raise ValueError(f"not valid JSON or YAML: {error}") from None
         if parsed is None:
-            return default
+            return {}
         if not isinstance(parsed, dict):
-            raise ValueError(f"{name}: expected an object, got {type(parsed).__name__}")
+            raise ValueError(f"expected an object, got {type(parsed).__name__}")
         return parsed
 
-    def image(self, prefix: str, default: Image) -> Image:
-        """``<prefix>_REPOSITORY``, ``<prefix>_TAG``, ``<prefix>_PULL_POLICY``."""
-        return Image(
-            repository=self.str(f"{prefix}_REPOSITORY", default.repository),
-            tag=self.str(f"{prefix}_TAG", default.tag),
-            pull_policy=self.str(f"{prefix}_PULL_POLICY", default.pull_policy),
-        )
+    @property
+    def runtime_image(self) -> Image:
+        return Image(self.runtime_image_repository, self.runtime_image_tag, self.runtime_image_pull_policy)
+
+    @property
+    def litellm_image(self) -> Image:
+        return Image(self.litellm_image_repository, self.litellm_image_tag, self.litellm_image_pull_policy)
+
+    @property
+    def ollama_image(self) -> Image:
+        return Image(self.ollama_image_repository, self.ollama_image_tag, self.ollama_image_pull_policy)
+
+    @property
+    def crd_dir(self) -> Path:
+        """The CRDs of the platform chart: ``<charts_dir>/kaos/crds``."""
+        return self.charts_dir / "kaos" / "crds"
+
+    @property
+    def gateway_parent_namespace(self) -> str:
+        """The Gateway's namespace; empty in the values means the operator's namespace."""
+        return self.gateway_namespace or self.operator_namespace
+
+
+def variable(field: str) -> str:
+    """The environment variable of a settings field: ``health_port`` -> ``KAOS_HEALTH_PORT``."""
+    return PREFIX + field.upper()
+
+
+class _Variables(EnvSettingsSource):
+    """The ``KAOS_*`` variables of one environment, values stripped, blank ones left out."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]):
+        self.environ = {name: value.strip() for name, value in environ.items() if value and value.strip()}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {name if self.case_sensitive else name.lower(): value for name, value in self.environ.items()}
+
+
+_EXPECTED = {
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_parsing": "expected a number",
+    "greater_than": "expected a positive number",
+}
+
+
+def _explain(problem: dict) -> str:
+    """One pydantic error as ``KAOS_NAME='value': what is expected``."""
+    field = str(problem["loc"][0]) if problem["loc"] else ""
+    message = _EXPECTED.get(problem["type"]) or str(problem["msg"]).removeprefix("Value error, ")
+    return f"{variable(field)}={problem['input']!r}: {message}"

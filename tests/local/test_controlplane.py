@@ -35,6 +35,7 @@ STAND_IN = textwrap.dedent(f"""\
     http.server.ThreadingHTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
 """)
 
+CRDS = Settings().crd_dir
 MODELAPI = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "llm"},
             "spec": {"mode": "Proxy", "proxyConfig": {"models": ["m"]}}}
 
@@ -160,14 +161,14 @@ async def test_hosted_modelapi_without_ollama_is_failed(control, monkeypatch):
 def test_invalid_manifest_names_the_file_and_the_field():
     bad = agent(config={"reasoningLoopMaxSteps": 99})
     with pytest.raises(ApplyError, match=r"bad\.yaml: .*reasoningLoopMaxSteps"):
-        validate_documents([(MODELAPI, "good.yaml"), (bad, "bad.yaml")])
+        validate_documents([(MODELAPI, "good.yaml"), (bad, "bad.yaml")], CRDS)
     with pytest.raises(ApplyError, match=r"x\.yaml: kind 'Pod' is not supported"):
-        validate_documents([({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "x.yaml")])
+        validate_documents([({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "x.yaml")], CRDS)
 
 
 def test_validation_orders_dependencies_first():
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}}
-    kinds = [d["kind"] for d, _ in validate_documents([(agent(), "a"), (MODELAPI, "m"), (secret, "s")])]
+    kinds = [d["kind"] for d, _ in validate_documents([(agent(), "a"), (MODELAPI, "m"), (secret, "s")], CRDS)]
     assert kinds == ["Secret", "ModelAPI", "Agent"]
 
 

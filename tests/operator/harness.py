@@ -35,7 +35,7 @@ class HelmCall:
 
 class RecordingBackend:
     def __init__(self, settings, api_url: str):
-        self.helm = Helm(settings.charts_dir)
+        self.helm = Helm(settings)
         self.api_url = api_url.rstrip("/")
         self.calls: list[HelmCall] = []
         self.attempts: list[str] = []  # every release the operator asked for, failed or not

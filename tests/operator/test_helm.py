@@ -2,7 +2,7 @@
 
 import pytest
 
-from kaos.helm import Helm, HelmError, render
+from kaos.helm import Helm, HelmError
 from kaos.reconcile import Ref, plan
 from kaos.settings import Settings
 from tests.charts.manifests import problems
@@ -20,10 +20,10 @@ SETTINGS = Settings(gateway_enabled=True, network_policy_enabled=True, operator_
         (mcpserver(), []),
     ],
 )
-def test_rendered_release_of_a_plan_is_valid_kubernetes(resource, observed):
+async def test_rendered_release_of_a_plan_is_valid_kubernetes(resource, observed):
     known = {Ref(o["kind"], NS, o["metadata"]["name"]): o for o in observed}
     result = plan(resource, known, SETTINGS, endpoint_of)
-    objects = render(result.chart, result.release, NS, result.values, SETTINGS)
+    objects = await Helm(SETTINGS).render(result.chart, result.release, NS, result.values)
     kinds = {o["kind"] for o in objects}
     assert {"Deployment", "Service", "HTTPRoute", "NetworkPolicy"} <= kinds
     assert [p for obj in objects for p in problems(obj)] == []
@@ -31,19 +31,23 @@ def test_rendered_release_of_a_plan_is_valid_kubernetes(resource, observed):
     assert deployment["metadata"]["name"] == result.release
 
 
-def test_chart_schema_errors_carry_helms_message():
+async def test_chart_schema_errors_carry_helms_message():
     with pytest.raises(HelmError, match="replicas"):
-        render("agent", "agent-x", NS, {"name": "x", "replicas": "two"}, SETTINGS)
+        await Helm(SETTINGS).render("agent", "agent-x", NS, {"name": "x", "replicas": "two"})
 
 
-def test_missing_chart_names_the_folder(tmp_path):
+async def test_missing_chart_names_the_folder(tmp_path):
     with pytest.raises(HelmError, match="KAOS_CHARTS_DIR"):
-        render("agent", "agent-x", NS, {"name": "x"}, Settings(charts_dir=tmp_path))
+        await Helm(Settings(charts_dir=tmp_path)).render("agent", "agent-x", NS, {"name": "x"})
 
 
 def test_missing_helm_binary_is_a_clear_error():
-    with pytest.raises(HelmError, match="helm not found"):
-        Helm(Settings().charts_dir, executable="/nonexistent/helm").client
+    with pytest.raises(HelmError, match="helm not found.*KAOS_HELM"):
+        Helm(Settings(helm="/nonexistent/helm")).client
+
+
+def test_the_helm_program_comes_from_kaos_helm():
+    assert Helm(Settings.from_env({"KAOS_HELM": "/opt/helm/bin/helm"})).executable == "/opt/helm/bin/helm"
 
 
 async def test_install_and_uninstall_errors_come_back_from_helm(tmp_path, monkeypatch):
@@ -53,7 +57,7 @@ async def test_install_and_uninstall_errors_come_back_from_helm(tmp_path, monkey
         "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
     )
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    helm = Helm(Settings().charts_dir)
+    helm = Helm(Settings())
     values = plan(mcpserver(), {}, SETTINGS, endpoint_of).values
     with pytest.raises(HelmError) as raised:
         await helm.apply("mcpserver", "mcpserver-tools", NS, values)

@@ -3,12 +3,12 @@
 import yaml
 
 from kaos.api import API_VERSION, GROUP, KIND_ALIASES, KINDS, NAMES, VERSION
-from kaos.settings import REPO_CHARTS_DIR
+from kaos.settings import Settings
 
 
 def crds() -> dict[str, dict]:
     found = {}
-    for path in sorted((REPO_CHARTS_DIR / "kaos" / "crds").glob("*.yaml")):
+    for path in sorted(Settings().crd_dir.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 found[doc["spec"]["names"]["kind"]] = doc

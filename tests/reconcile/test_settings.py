@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaos.settings import REPO_CHARTS_DIR, Settings
+from kaos.settings import REPO_CHARTS_DIR, Settings, SettingsError
 
 VALUES = yaml.safe_load((REPO_CHARTS_DIR / "kaos" / "values.yaml").read_text())
 
@@ -45,8 +45,11 @@ def test_from_env_reads_every_kaos_variable():
         "KAOS_WATCH_NAMESPACES": "a, b", "KAOS_MCP_RUNTIMES": '{"fetch": {"port": 9000}}',
         "KAOS_CLUSTER_DOMAIN": "k8s.local", "KAOS_LOG_LEVEL": "debug", "KAOS_HEALTH_PORT": "9090",
         "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_RESYNC_SECONDS": "0.5", "KAOS_HELM_RETRY_SECONDS": "2",
+        "KAOS_HELM": "/opt/helm", "KAOS_HOME": "/var/kaos",
     })
     assert settings.charts_dir == Path("/opt/kaos/charts")
+    assert settings.crd_dir == Path("/opt/kaos/charts/kaos/crds")
+    assert settings.helm == "/opt/helm" and settings.home == Path("/var/kaos")
     assert settings.runtime_image.reference == "r/rt:9" and settings.runtime_image.pull_policy == "Always"
     assert settings.litellm_image.tag == "t2" and settings.ollama_image.repository == "o/o"
     assert settings.gateway_enabled and settings.gateway_name == "gw"
@@ -68,8 +71,31 @@ def test_from_env_reads_every_kaos_variable():
         ({"KAOS_MCP_RUNTIMES": "[1, 2]"}, "KAOS_MCP_RUNTIMES"),
         ({"KAOS_RESYNC_SECONDS": "0"}, "KAOS_RESYNC_SECONDS"),
         ({"KAOS_HELM_RETRY_SECONDS": "soon"}, "KAOS_HELM_RETRY_SECONDS"),
+        ({"KAOS_GATEWAY_NAMESPACE_SELECTOR": "a: [b"}, "KAOS_GATEWAY_NAMESPACE_SELECTOR"),
     ],
 )
 def test_bad_values_name_the_variable(env, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(SettingsError, match=name):
         Settings.from_env(env)
+
+
+def test_a_bad_value_says_what_is_expected():
+    with pytest.raises(ValueError) as error:
+        Settings.from_env({"KAOS_GATEWAY_ENABLED": "maybe", "KAOS_HEALTH_PORT": "x"})
+    assert str(error.value) == "KAOS_GATEWAY_ENABLED='maybe': expected true or false; KAOS_HEALTH_PORT='x': expected an integer"
+
+
+def test_empty_or_blank_is_the_default_and_values_are_stripped():
+    settings = Settings.from_env({"KAOS_GATEWAY_NAME": "", "KAOS_CLUSTER_DOMAIN": "   ", "KAOS_LOG_LEVEL": " warning ",
+                                  "KAOS_WATCH_NAMESPACES": "a b", "KAOS_MCP_RUNTIMES": "fetch: {port: 9000}"})
+    assert settings.gateway_name == "kaos-gateway" and settings.cluster_domain == "cluster.local"
+    assert settings.log_level == "WARNING" and settings.watch_namespaces == ("a", "b")
+    assert settings.mcp_runtimes == {"fetch": {"port": 9000}}, "a mapping may be YAML"
+    assert Settings.from_env({"KAOS_HOME": "~/k"}).home == Path("~/k").expanduser()
+
+
+def test_from_env_reads_os_environ_and_the_constructor_reads_nothing(monkeypatch):
+    monkeypatch.setenv("KAOS_HEALTH_PORT", "9191")
+    assert Settings.from_env().health_port == 9191
+    assert Settings().health_port == 8080
+    assert Settings(health_port=7).health_port == 7

@@ -9,7 +9,6 @@ import sys
 
 from kaos.local.ports import PortInUse
 from kaos.local.server import serve
-from kaos.local.state import kaos_home
 from kaos.settings import Settings
 
 
@@ -19,7 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(serve(kaos_home(), args.port, Settings.from_env()))
+        settings = Settings.from_env()
+        asyncio.run(serve(settings.home, args.port, settings))
     except (PortInUse, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from kaos.local.state import State, kaos_home, read_state
+from kaos.local.state import State, read_state
 
 ADMIN = "/_kaos"
 
@@ -29,8 +29,7 @@ class Client:
         self.http = httpx.Client(base_url=self.url, timeout=timeout)
 
     @classmethod
-    def from_home(cls, home: Path | None = None) -> "Client":
-        home = home or kaos_home()
+    def from_home(cls, home: Path) -> "Client":
         state = read_state(home)
         if state is None:
             raise NotRunning(f"no local control plane is running (KAOS_HOME={home}); start one with `kaos up`")

@@ -48,24 +48,12 @@ def process_base_env() -> dict[str, str]:
     return env
 
 
-class ChartRenderer:
-    """``helm template`` through kaos.helm, with the charts loaded once."""
-
-    def __init__(self, settings):
-        from kaos.helm import Helm
-
-        self.helm = Helm(settings.charts_dir)
-
-    async def __call__(self, chart: str, release: str, namespace: str, values: dict, settings) -> list[dict]:
-        return await self.helm.render(chart, release, namespace, values)
-
-
-def validate_documents(documents: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
+def validate_documents(documents: list[tuple[dict, str]], crd_dir: Path) -> list[tuple[dict, str]]:
     """Validate every document first (so that a bad file applies nothing), in apply order."""
     validated, problems = [], []
     for document, source in documents:
         try:
-            validated.append((validate_document(document), source))
+            validated.append((validate_document(document, crd_dir), source))
         except ValueError as error:
             problems.append(f"{source}: {error}")
     if problems:
@@ -73,7 +61,7 @@ def validate_documents(documents: list[tuple[dict, str]]) -> list[tuple[dict, st
     return sorted(validated, key=lambda item: apply_order(item[0]["kind"]))
 
 
-def validate_document(document: dict) -> dict:
+def validate_document(document: dict, crd_dir: Path) -> dict:
     if not isinstance(document, dict):
         raise ValueError("a manifest must be a mapping")
     kind = document.get("kind")
@@ -86,7 +74,7 @@ def validate_document(document: dict) -> dict:
         raise ValueError(
             f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*KINDS, *CORE_KINDS))})"
         )
-    return crds.validate(document)
+    return crds.validate(document, crd_dir)
 
 
 @dataclass
@@ -110,7 +98,11 @@ class ControlPlane:
     ):
         self.home = home
         self.settings = settings
-        self.render = render or ChartRenderer(settings)
+        if render is None:
+            from kaos.helm import Helm  # pyhelm3: not for the CLI's `kaos apply`, which imports this module
+
+            render = Helm(settings).render
+        self.render = render  # (chart, release, namespace, values) -> the rendered objects
         self.which = which
         self.resources: dict[Ref, dict] = {}
         self.sources: dict[Ref, str] = {}
@@ -159,7 +151,7 @@ class ControlPlane:
     def apply(self, documents: list[tuple[dict, str]]) -> list[dict]:
         """Store validated documents and queue their reconcile; returns what changed."""
         results = []
-        for document, source in validate_documents(documents):
+        for document, source in validate_documents(documents, self.settings.crd_dir):
             metadata = document.setdefault("metadata", {})
             namespace = metadata.setdefault("namespace", "default")
             kind, name = document["kind"], metadata["name"]
@@ -352,7 +344,7 @@ class ControlPlane:
         key = json.dumps([plan.chart, plan.release, plan.values], sort_keys=True, default=str)
         try:
             if key != workload.values_key:
-                workload.rendered = await self.render(plan.chart, plan.release, ref.namespace, plan.values, self.settings)
+                workload.rendered = await self.render(plan.chart, plan.release, ref.namespace, plan.values)
                 workload.values_key = key
             process = self._process_of(ref, workload.rendered, objects)
         except CannotRunLocally as error:

@@ -126,7 +126,7 @@ async def serve(
     if listener is not None:
         control.listeners.append(listener)
     if documents:
-        validate_documents(documents)  # refuse bad manifests before anything starts
+        validate_documents(documents, settings.crd_dir)  # refuse bad manifests before anything starts
     server: _Server | None = None
 
     def shutdown() -> None:

@@ -1,4 +1,6 @@
-"""Where a running control plane is recorded: KAOS_HOME/controlplane.json (pid, port)."""
+"""Where a running control plane is recorded: KAOS_HOME/controlplane.json (pid, port).
+
+KAOS_HOME is ``Settings.home``."""
 
 from __future__ import annotations
 
@@ -19,10 +21,6 @@ class State:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-
-def kaos_home(environ=os.environ) -> Path:
-    return Path(environ.get("KAOS_HOME") or Path.home() / ".kaos").expanduser()
 
 
 def write_state(home: Path, state: State) -> None:

@@ -16,7 +16,7 @@ import logging
 import kopf
 
 from kaos.api import FINALIZER, GROUP, PLURALS, VERSION
-from kaos.helm import HelmBackend, HelmError
+from kaos.helm import Helm, HelmError
 from kaos.mcp_tools import discover_tools
 from kaos.operator.backoff import Backoff
 from kaos.operator.reconciler import OperatorState, reconcile, uninstall
@@ -26,7 +26,7 @@ from kaos.settings import Settings
 
 # Replaced by tests: to record helm calls instead of running against a cluster, and to keep
 # MCP tool discovery on loopback addresses.
-backend_factory = HelmBackend
+backend_factory = Helm
 tools_discoverer = discover_tools
 
 

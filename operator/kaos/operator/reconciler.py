@@ -90,7 +90,7 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     """The resource with its CRD defaults, and its plan against what the world holds now."""
     ref = ref_of(resource)
     try:
-        resource = crds.validate(dict(resource), settings.charts_dir / "kaos" / "crds")
+        resource = crds.validate(dict(resource), settings.crd_dir)
     except crds.ValidationError as invalid:
         return dict(resource), _failed(ref, str(invalid))
     except OSError as error:
