@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from kaos_runtime.telemetry import telemetry_enabled
+from tests.support.polling import wait_until
 
 from .conftest import agent_env, chat
 
@@ -42,13 +42,9 @@ class OtlpReceiver:
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def wait_for(self, predicate, timeout: float = 15.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate(self.spans):
-                return self.spans
-            time.sleep(0.05)
-        raise AssertionError(f"spans never matched; got {[(s, span.name) for s, span in self.spans]}")
+    def names(self) -> set[tuple[str, str]]:
+        """(service name, span name) of every span received so far."""
+        return {(service, span.name) for service, span in self.spans}
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +71,10 @@ def test_delegation_chain_is_one_trace(start, receiver):
         DEBUG_MOCK_RESPONSES=['```delegate\n{"agent": "traced-worker", "task": "trace me"}\n```', "done"], **otel))
     assert chat(coordinator, "go").json()["choices"][0]["message"]["content"] == "done"
 
-    spans = receiver.wait_for(lambda spans: {(s, span.name) for s, span in spans} >= {
-        ("agent-traced-coord", "chat"), ("agent-traced-coord", "delegate"),
-        ("agent-traced-coord", "model.call"), ("agent-traced-worker", "chat"),
-    })
-    by_name = {(service, span.name): span for service, span in spans}
+    expected = {("agent-traced-coord", "chat"), ("agent-traced-coord", "delegate"),
+                ("agent-traced-coord", "model.call"), ("agent-traced-worker", "chat")}
+    wait_until(lambda: expected <= receiver.names(), what=f"spans {sorted(expected)} exported")
+    by_name = {(service, span.name): span for service, span in receiver.spans}
     delegate = by_name[("agent-traced-coord", "delegate")]
     worker_chat = by_name[("agent-traced-worker", "chat")]
     coord_chat = by_name[("agent-traced-coord", "chat")]

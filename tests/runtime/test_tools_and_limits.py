@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.processes import free_port, wait_for_exit
 
 from .conftest import agent_env, chat, events
@@ -122,11 +121,8 @@ def test_tools_are_discovered_when_the_server_starts_later(start, mock_model):
     assert reply.status_code == 200 and "Tool shout failed" in content and "not reachable yet: MCP server late-tools" in content
     assert events(agent, session_id="down", event_type="error")["total"] == 1
     start("mcp", "late-tools", {"MCP_TOOLS_STRING": TOOLS}, port=port)
-    deadline = time.monotonic() + 20
-    skills = []
-    while not skills and time.monotonic() < deadline:
-        skills = httpx.get(agent.url + "/.well-known/agent").json()["skills"]
-        time.sleep(0.2)
+    skills = wait_until(lambda: httpx.get(agent.url + "/.well-known/agent").json()["skills"], timeout=20,
+                        interval=0.2, what="the late server's tools on the agent card")
     assert {skill["name"] for skill in skills} == {"double_root", "shout", "explode"}
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 
 import httpx
 
 from kaos.local.ports import free_port
+from tests.support.polling import wait_until
 
 
 @dataclass
@@ -50,18 +50,20 @@ def spawn(name: str, args: list[str], env: dict, log_dir: str, port: int | None 
 
 def wait_until_ok(service: Service, path: str = "/health", timeout: float = 30.0) -> None:
     """Poll `path` until it answers 200; fail with the process log if it exits or times out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if service.process.poll() is not None:
             raise RuntimeError(f"{service.name} exited with {service.process.returncode}:\n{service.log()}")
         try:
-            if httpx.get(service.url + path, timeout=1.0).status_code == 200:
-                return
+            return httpx.get(service.url + path, timeout=1.0).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    service.stop()
-    raise TimeoutError(f"{service.name} did not answer 200 on {path} within {timeout}s:\n{service.log()}")
+            return False
+
+    try:
+        wait_until(answers, timeout, what=f"{service.name} answering 200 on {path}")
+    except AssertionError:
+        service.stop()
+        raise TimeoutError(f"{service.name} did not answer 200 on {path} within {timeout}s:\n{service.log()}") from None
 
 
 def wait_for_exit(service: Service, timeout: float = 30.0) -> int:
