@@ -1,5 +1,6 @@
 # The KAOS operator image: the kopf operator, the helm binary it drives through pyhelm3, and
-# the charts it installs (agent, modelapi, mcpserver; kaos/crds for validation).
+# the charts it installs (agent, modelapi, mcpserver, with their kaos-common library chart
+# built in; kaos/crds for validation).
 # Build from the repository root:
 #   docker build -f docker/operator.Dockerfile -t ghcr.io/kaos-tools/kaos-operator:0.1.0 .
 FROM python:3.11-slim AS helm
@@ -15,6 +16,13 @@ RUN set -eu; \
     echo "$(cut -d ' ' -f 1 "/tmp/${archive}.sha256sum")  /tmp/${archive}" | sha256sum -c -; \
     tar -xzf "/tmp/${archive}" -C /tmp; \
     install -m 0755 "/tmp/linux-${TARGETARCH}/helm" /usr/local/bin/helm
+
+# The workload charts with their dependency (the kaos-common library chart) built in:
+# charts/<chart>/charts/kaos-common-<version>.tgz, as each Chart.lock says.
+FROM helm AS charts
+COPY scripts/chart-deps /usr/local/bin/chart-deps
+COPY charts /charts
+RUN HELM=/usr/local/bin/helm chart-deps /charts
 
 FROM python:3.11-slim
 
@@ -34,7 +42,7 @@ COPY runtime ./runtime
 COPY operator ./operator
 RUN pip install . && rm -rf /src
 
-COPY charts /opt/kaos/charts
+COPY --from=charts /charts /opt/kaos/charts
 
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /tmp kaos
 USER 10001

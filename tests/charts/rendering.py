@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHARTS = ROOT / "charts"
 WORKLOAD_CHARTS = ("agent", "modelapi", "mcpserver")
 ALL_CHARTS = ("kaos", *WORKLOAD_CHARTS)
+LIBRARY_CHART = "kaos-common"  # the workload charts' dependency; renders nothing by itself
 NAMESPACE = "team"
 
 

@@ -10,10 +10,21 @@ import pytest
 import yamale
 import yaml
 
-from tests.charts.rendering import ALL_CHARTS, CHARTS, ROOT, ci_values_files, helm3, helm4, run_helm
+from tests.charts.rendering import (
+    ALL_CHARTS,
+    CHARTS,
+    LIBRARY_CHART,
+    ROOT,
+    WORKLOAD_CHARTS,
+    ci_values_files,
+    helm3,
+    helm4,
+    run_helm,
+)
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 CASES = [(chart, path) for chart in ALL_CHARTS for path in ci_values_files(chart)]
+LINTED = (*ALL_CHARTS, LIBRARY_CHART)  # ct lints library charts too (and installs none)
 
 
 def chart_yaml(chart: str) -> dict:
@@ -41,15 +52,18 @@ def test_helm_lint_strict(chart, values, version):
     assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("chart", ALL_CHARTS)
-def test_helm_lint_strict_with_the_default_values(chart):
-    result = run_helm(["lint", "--strict", str(CHARTS / chart)])
+@pytest.mark.parametrize("version", ["helm4", "helm3"])
+@pytest.mark.parametrize("chart", LINTED)
+def test_helm_lint_strict_with_the_default_values(chart, version):
+    result = run_helm(["lint", "--strict", str(CHARTS / chart)], helm4() if version == "helm4" else helm3())
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
 
 
 def test_yamllint_passes_on_chart_files_values_ci_files_and_crds():
     files = [str(p) for chart in ALL_CHARTS for p in [CHARTS / chart / "Chart.yaml", CHARTS / chart / "values.yaml",
                                                       *ci_values_files(chart)]]
+    files.append(str(CHARTS / LIBRARY_CHART / "Chart.yaml"))  # Chart.lock is Helm's own output, as ct leaves it
     files += [str(p) for p in (CHARTS / "kaos" / "crds").glob("*.yaml")] + [str(ROOT / "ct.yaml")]
     result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(CHARTS / "lintconf.yaml"), *files],
                             capture_output=True, text=True)
@@ -64,7 +78,7 @@ def test_yamllint_config_catches_a_bad_file(tmp_path):
     assert result.returncode != 0 and "duplication of key" in result.stdout
 
 
-@pytest.mark.parametrize("chart", ALL_CHARTS)
+@pytest.mark.parametrize("chart", LINTED)
 def test_chart_yaml_matches_the_yamale_schema(chart):
     schema = yamale.make_schema(str(CHARTS / "chart_schema.yaml"))
     yamale.validate(schema, yamale.make_data(str(CHARTS / chart / "Chart.yaml")))
@@ -79,7 +93,7 @@ def test_the_yamale_schema_rejects_a_bad_chart_yaml(tmp_path):
     assert "apiVersion" in str(error.value) and "version" in str(error.value)
 
 
-@pytest.mark.parametrize("chart", ALL_CHARTS)
+@pytest.mark.parametrize("chart", LINTED)
 def test_chart_versions_are_semver_and_app_version_is_the_package_version(chart):
     meta = chart_yaml(chart)
     package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -104,7 +118,7 @@ def test_default_image_tags_follow_the_app_version():
 def test_changed_charts_bump_their_version():
     """ct's check-version-increment: a chart whose files differ from the last commit on the target
     branch that changed its version must carry a new version. Without git history it has nothing to compare."""
-    for chart in ALL_CHARTS:
+    for chart in LINTED:
         last = subprocess.run(["git", "log", "-1", "--format=%H", "-G^version:", "--", f"charts/{chart}/Chart.yaml"],
                               cwd=ROOT, capture_output=True, text=True)
         if last.returncode != 0 or not last.stdout.strip():
@@ -118,3 +132,16 @@ def test_changed_charts_bump_their_version():
 
 def _semver_key(version: str) -> tuple:
     return tuple(int(part) for part in SEMVER.match(version).groups()[:3])
+
+
+def test_the_library_chart_is_a_library_and_each_workload_chart_depends_on_it():
+    library = chart_yaml(LIBRARY_CHART)
+    assert library["type"] == "library"
+    assert not (CHARTS / LIBRARY_CHART / "values.yaml").exists(), "a library's values would land in every workload chart"
+    for chart in WORKLOAD_CHARTS:
+        (dependency,) = chart_yaml(chart)["dependencies"]
+        assert dependency == {"name": LIBRARY_CHART, "version": library["version"],
+                              "repository": f"file://../{LIBRARY_CHART}"}, chart
+        lock = yaml.safe_load((CHARTS / chart / "Chart.lock").read_text())
+        assert [(d["name"], d["version"]) for d in lock["dependencies"]] == [(LIBRARY_CHART, library["version"])], chart
+    assert "dependencies" not in chart_yaml("kaos"), "helm install charts/kaos works from a clone without a build step"

@@ -31,7 +31,7 @@ def test_workload_objects_carry_the_design_labels(chart, values):
         labels = doc["metadata"]["labels"]
         name = labels[f"kaos.tools/{chart}"]
         assert labels["app.kubernetes.io/name"] == chart
-        assert labels["app.kubernetes.io/instance"] == f"{chart}-{name}"
+        assert labels["app.kubernetes.io/instance"] == f"{chart}-release", "the release name (render's default release)"
         assert labels["app.kubernetes.io/component"] == COMPONENT[chart]
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["helm.sh/chart"] == f"{chart}-0.1.0"

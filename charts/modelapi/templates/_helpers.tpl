@@ -1,34 +1,7 @@
-{{/* Name of the ModelAPI: .Values.name, or the release name when empty. */}}
-{{- define "modelapi.apiName" -}}
-{{- $name := .Values.name | default .Release.Name -}}
-{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name) -}}
-{{- fail (printf "name: %q is not a DNS-1123 label (lower case letters, digits and '-')" $name) -}}
-{{- end -}}
-{{- if gt (len $name) 49 -}}
-{{- fail (printf "name: %q is longer than 49 characters (the label kaos.tools/uses-modelapi-<name> must fit in 63)" $name) -}}
-{{- end -}}
-{{- $name -}}
-{{- end -}}
-
-{{/* Objects are called modelapi-<name>. */}}
-{{- define "modelapi.fullname" -}}
-{{- printf "modelapi-%s" (include "modelapi.apiName" .) -}}
-{{- end -}}
-
-{{- define "modelapi.selectorLabels" -}}
-app.kubernetes.io/name: modelapi
-app.kubernetes.io/instance: {{ include "modelapi.fullname" . }}
-kaos.tools/modelapi: {{ include "modelapi.apiName" . }}
-{{- end -}}
-
-{{- define "modelapi.labels" -}}
-{{ include "modelapi.selectorLabels" . }}
-app.kubernetes.io/component: modelapi
-app.kubernetes.io/part-of: kaos
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{- end -}}
+{{/*
+The modelapi chart's own templates. Names, labels, image references, env merging, the Service,
+HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos-common).
+*/}}
 
 {{/* Port the server listens on: LiteLLM 8000, Ollama 11434. */}}
 {{- define "modelapi.port" -}}
@@ -37,7 +10,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/* The Secret that holds apiKey.value (the value never appears anywhere else). */}}
 {{- define "modelapi.apiKeySecret" -}}
-{{- printf "%s-api-key" (include "modelapi.fullname" .) -}}
+{{- printf "%s-api-key" (include "kaos-common.names.fullname" .) -}}
 {{- end -}}
 
 {{/* Whether the provider key is set, by value or by Secret reference. */}}
@@ -102,35 +75,5 @@ variable that the user's env also sets is left out so the user's value wins.
 {{- $env = append $env (dict "name" (include "modelapi.apiKeyEnv" .) "valueFrom" (dict "secretKeyRef" $ref)) -}}
 {{- end -}}
 {{- end -}}
-{{- $user := dict -}}
-{{- range .Values.env -}}
-{{- $_ := set $user .name true -}}
-{{- end -}}
-{{- $out := list -}}
-{{- range $env -}}
-{{- if not (hasKey $user .name) -}}
-{{- $out = append $out . -}}
-{{- end -}}
-{{- end -}}
-{{- toYaml (concat $out .Values.env) -}}
-{{- end -}}
-
-{{/* The namespace the gateway's pods run in, for network policies. */}}
-{{- define "modelapi.gatewayPeer" -}}
-{{- $selector := .Values.networkPolicy.gatewayNamespaceSelector -}}
-{{- if not $selector -}}
-{{- $selector = dict "kubernetes.io/metadata.name" (.Values.gateway.parentRef.namespace | default .Release.Namespace) -}}
-{{- end -}}
-- namespaceSelector:
-    matchLabels:
-      {{- toYaml $selector | nindent 6 }}
-{{- end -}}
-
-{{/* repository:tag, repository@digest when the tag is "@sha256:...", or the repository alone. */}}
-{{- define "modelapi.imageRef" -}}
-{{- $tag := toString (.tag | default "") -}}
-{{- if hasPrefix "@" $tag -}}{{ printf "%s%s" .repository $tag }}
-{{- else if $tag -}}{{ printf "%s:%s" .repository $tag }}
-{{- else -}}{{ .repository }}
-{{- end -}}
+{{- include "kaos-common.env.merge" (list $env .Values.env) -}}
 {{- end -}}
