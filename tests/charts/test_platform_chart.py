@@ -166,3 +166,46 @@ def test_crd_schemas_are_structural():
 
 def test_the_platform_chart_renders_no_secret():
     assert not any(d["kind"] == "Secret" for d in platform({"gateway": {"enabled": True}}))
+
+
+def _operator_objects(docs) -> dict[str, str]:
+    """kind -> name for the operator's objects, and the names they refer to each other by."""
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    refs = {"serviceAccountName": pod["serviceAccountName"],
+            "envFrom": pod["containers"][0]["envFrom"][0]["configMapRef"]["name"]}
+    for binding in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        refs[f"{binding['kind']} {binding['metadata']['name']} roleRef"] = binding["roleRef"]["name"]
+        refs[f"{binding['kind']} {binding['metadata']['name']} subject"] = binding["subjects"][0]["name"]
+    return refs
+
+
+def test_object_names_come_from_the_release():
+    for release, values, base in [("kaos", {}, "kaos"), ("kaos-dev", {}, "kaos-dev"), ("platform", {}, "platform-kaos"),
+                                  ("platform", {"fullnameOverride": "acme"}, "acme")]:
+        docs = render("kaos", {"watchNamespaces": ["team-a"], **values}, namespace=NS, release=release)
+        names = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+        assert names == sorted([
+            ("ServiceAccount", f"{base}-operator"), ("ConfigMap", f"{base}-operator-settings"),
+            ("Deployment", f"{base}-operator"), ("ClusterRole", f"{base}-operator"),
+            ("ClusterRole", f"{base}-operator-cluster"), ("ClusterRoleBinding", f"{base}-operator-cluster"),
+            ("RoleBinding", f"{base}-operator")]), release
+        refs = _operator_objects(docs)
+        assert refs["serviceAccountName"] == f"{base}-operator" and refs["envFrom"] == f"{base}-operator-settings"
+        assert refs[f"RoleBinding {base}-operator roleRef"] == f"{base}-operator"
+        assert refs[f"ClusterRoleBinding {base}-operator-cluster roleRef"] == f"{base}-operator-cluster"
+        assert {v for k, v in refs.items() if k.endswith("subject")} == {f"{base}-operator"}
+
+
+def test_a_long_release_name_still_gives_valid_distinct_names():
+    docs = render("kaos", namespace=NS, release="x" * 53)
+    names = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    assert len(set(names)) == len(names)
+    assert all(len(name) <= 63 and not name.endswith("-") for _, name in names), names
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == one(
+        docs, "ServiceAccount")["metadata"]["name"]
+
+
+def test_an_existing_service_account_is_used_by_name():
+    docs = platform({"serviceAccount": {"create": False, "name": "ops"}})
+    assert "ServiceAccount" not in kinds(docs)
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
