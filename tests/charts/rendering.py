@@ -54,10 +54,13 @@ def run_helm(args: list[str], helm: str | None = None, stdin: str | None = None)
 
 
 @functools.cache
-def _render_text(chart: str, values_json: str, files: tuple, release: str, namespace: str, crds: bool, helm: str) -> str:
+def _render_text(chart: str, values_json: str, files: tuple, release: str, namespace: str, crds: bool, helm: str,
+                 skip_schema: bool) -> str:
     args = ["template", release, str(CHARTS / chart), "--namespace", namespace]
     if crds:
         args.append("--include-crds")
+    if skip_schema:
+        args.append("--skip-schema-validation")  # to reach the templates' own checks
     for path in files:
         args += ["-f", path]
     if values_json != "{}":
@@ -73,9 +76,10 @@ class RenderError(RuntimeError):
 
 
 def render_text(chart: str, values: dict | None = None, files=(), release: str | None = None,
-                namespace: str = NAMESPACE, crds: bool = False, helm: str | None = None) -> str:
+                namespace: str = NAMESPACE, crds: bool = False, helm: str | None = None,
+                skip_schema: bool = False) -> str:
     return _render_text(chart, json.dumps(values or {}, sort_keys=True), tuple(str(f) for f in files),
-                        release or f"{chart}-release", namespace, crds, helm or helm4())
+                        release or f"{chart}-release", namespace, crds, helm or helm4(), skip_schema)
 
 
 def render(chart: str, values: dict | None = None, files=(), **kwargs) -> list[dict]:
