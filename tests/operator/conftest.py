@@ -7,7 +7,7 @@ import pytest
 from kopf.testing import KopfRunner
 
 import kaos.operator.handlers as handlers
-from kaos.mcp_tools import ToolsUnavailable, discover_tools
+from kaos.mcp_discovery import ToolsUnavailable, discover_tools
 from kaos.settings import Settings
 from tests.operator.harness import (
     Cluster,

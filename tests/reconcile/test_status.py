@@ -1,6 +1,6 @@
 import pytest
 
-from kaos.reconcile import Ref, plan, status
+from kaos.reconcile import Ref, failed, plan, status
 from kaos.settings import Settings
 from tests.reconcile.builders import NS, agent, endpoint_of, mcpserver, modelapi
 
@@ -46,3 +46,17 @@ def test_scaled_to_zero_agent_is_ready():
     observed = {Ref("ModelAPI", NS, "llm"): modelapi()}
     result = status(resource, plan(resource, observed, SETTINGS, endpoint_of), 0, 0)
     assert result["phase"] == "Ready"
+
+
+def test_failed_marks_the_status_and_its_ready_condition_and_keeps_the_rest():
+    resource = agent()
+    ready = status(resource, plan(resource, {Ref("ModelAPI", NS, "llm"): modelapi()}, SETTINGS, endpoint_of), 1, 1)
+    result = failed(ready, "helm upgrade failed", reason="HelmFailed")
+    assert result["phase"] == "Failed" and result["ready"] is False and result["message"] == "helm upgrade failed"
+    condition = {c["type"]: c for c in result["conditions"]}
+    assert condition["Ready"] == {"type": "Ready", "status": "False", "reason": "HelmFailed",
+                                  "message": "helm upgrade failed"}
+    assert condition["DependenciesReady"]["status"] == "True"
+    assert result["endpoint"] == ready["endpoint"] and result["readyReplicas"] == 1
+    assert ready["phase"] == "Ready", "the status given is left as it was"
+    assert failed(ready, "m")["conditions"][0]["reason"] == "Failed"

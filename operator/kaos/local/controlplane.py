@@ -21,16 +21,18 @@ from typing import Callable
 
 from kaos import crds, reconcile
 from kaos.api import KINDS
+from kaos.backoff import Backoff
 from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, local_process
 from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.local.ports import free_port
 from kaos.local.routes import Backend, Route, route_timeout
 from kaos.local.supervisor import Supervisor
-from kaos.mcp_tools import ToolsUnavailable, discover_tools
+from kaos.mcp_discovery import ToolDiscovery
 from kaos.reconcile import Ref
 
 log = logging.getLogger("kaos.local")
 
+# How long an MCP server that does not answer tools/list is reported with no tools before it is asked again.
 TOOLS_RETRY_SECONDS = 5.0
 
 
@@ -94,7 +96,7 @@ class ControlPlane:
         settings,
         render: Callable | None = None,
         which: Callable = local_which,
-        tools_of: Callable = discover_tools,
+        tools: ToolDiscovery | None = None,
     ):
         self.home = home
         self.settings = settings
@@ -109,8 +111,7 @@ class ControlPlane:
         self.objects: dict[str, dict[tuple[str, str], dict]] = {}  # namespace -> (kind, name) -> object
         self.workloads: dict[Ref, Workload] = {}
         self.ports: dict[Ref, int] = {}
-        self.tools_of = tools_of
-        self.tools: dict[Ref, tuple[tuple, list[str]]] = {}  # MCPServer -> (what was asked, tool names)
+        self.tools = tools or ToolDiscovery(Backoff(base=TOOLS_RETRY_SECONDS, cap=TOOLS_RETRY_SECONDS))
         self._discovering: dict[Ref, asyncio.Task] = {}
         self.listeners: list[Callable[[Ref, dict | None], None]] = []
         self._queue: asyncio.Queue[Ref] = asyncio.Queue()
@@ -187,7 +188,7 @@ class ControlPlane:
         if self.resources.pop(ref, None) is None:
             return False
         self.sources.pop(ref, None)
-        self.tools.pop(ref, None)
+        self.tools.forget(ref)
         self._enqueue(ref)
         for dependent in self._dependents(ref):
             self._enqueue(dependent)
@@ -295,27 +296,26 @@ class ControlPlane:
             error = (f"crash loop: the process exited {supervisor.exits_before_ready} times without becoming ready "
                      f"(last exit code {supervisor.last_exit}); it is still restarted; see `kaos logs {ref.name}`")
         if error:
-            new_status = _failed(new_status, f"{ref}: {error}")
+            new_status = reconcile.failed(new_status, f"{ref}: {error}")
         if ref.kind == reconcile.MCPSERVER and new_status.get("ready") and new_status.get("endpoint"):
-            new_status["tools"] = self._known_tools(ref, (new_status["endpoint"], workload and workload.process))
+            new_status["tools"] = self._known_tools(ref, new_status["endpoint"], workload and workload.process)
         self._set_status(ref, resource, new_status)
 
-    def _known_tools(self, ref: Ref, key: tuple) -> list[str]:
+    def _known_tools(self, ref: Ref, endpoint: str, process: LocalProcess | None) -> list[str]:
         """The tools discovered for this endpoint and process; discovery runs in the background
-        (an unreachable external server must not hold up the reconcile queue) and re-queues the ref."""
-        known = self.tools.get(ref)
-        if known is not None and known[0] == key:
-            return known[1]
+        (an unreachable external server must not hold up the reconcile queue) and re-queues the ref
+        once it has an answer, or once the server that did not answer is due to be asked again."""
+        known = self.tools.known(ref, endpoint, process)
+        if known is not None:
+            return known
         if ref not in self._discovering:
-            self._discovering[ref] = asyncio.create_task(self._discover(ref, key), name=f"tools {ref}")
+            self._discovering[ref] = asyncio.create_task(self._discover(ref, endpoint, process), name=f"tools {ref}")
         return []
 
-    async def _discover(self, ref: Ref, key: tuple) -> None:
+    async def _discover(self, ref: Ref, endpoint: str, process: LocalProcess | None) -> None:
         try:
-            self.tools[ref] = (key, await self.tools_of(key[0]))
-        except ToolsUnavailable as error:
-            log.warning("%s; retrying in %gs", error, TOOLS_RETRY_SECONDS)
-            await asyncio.sleep(TOOLS_RETRY_SECONDS)
+            await self.tools.tools(ref, endpoint, process, logger=log)
+            await asyncio.sleep(self.tools.retry_in(ref))
         finally:
             self._discovering.pop(ref, None)
         if ref in self.resources:
@@ -384,11 +384,3 @@ class ControlPlane:
         if workload and workload.supervisor:
             await workload.supervisor.stop()
 
-
-def _failed(status: dict, message: str) -> dict:
-    status = copy.deepcopy(status)
-    status.update(phase="Failed", ready=False, message=message)
-    for condition in status.get("conditions", []):
-        if condition.get("type") == "Ready":
-            condition.update(status="False", reason="Failed", message=message)
-    return status

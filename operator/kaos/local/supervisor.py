@@ -17,6 +17,7 @@ from typing import Callable
 
 import httpx
 
+from kaos.backoff import exponential
 from kaos.local.containers import LOOPBACK, LocalProcess
 
 BACKOFF_START = 0.5
@@ -35,7 +36,7 @@ STOP_GRACE = 5.0
 
 def restart_delay(failures: int) -> float:
     """Exponential backoff after the n-th consecutive exit (1, 2, ...)."""
-    return min(BACKOFF_START * 2 ** max(failures - 1, 0), BACKOFF_MAX)
+    return exponential(failures, BACKOFF_START, BACKOFF_MAX)
 
 
 def _die_with_parent() -> None:

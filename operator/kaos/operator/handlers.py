@@ -16,9 +16,9 @@ import logging
 import kopf
 
 from kaos.api import FINALIZER, GROUP, PLURALS, VERSION
+from kaos.backoff import Backoff
 from kaos.helm import Helm, HelmError
-from kaos.mcp_tools import discover_tools
-from kaos.operator.backoff import Backoff
+from kaos.mcp_discovery import ToolDiscovery, discover_tools
 from kaos.operator.reconciler import OperatorState, reconcile, uninstall
 from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
@@ -61,8 +61,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
         settings=kaos_settings,
         backend=backend_factory(kaos_settings),
         backoff=Backoff(base=kaos_settings.helm_retry_seconds),
-        tools_backoff=Backoff(base=kaos_settings.helm_retry_seconds),
-        discover_tools=tools_discoverer,
+        tools=ToolDiscovery(Backoff(base=kaos_settings.helm_retry_seconds), list_tools=tools_discoverer),
     )
     logger.info(
         f"KAOS operator: charts in {kaos_settings.charts_dir}, "

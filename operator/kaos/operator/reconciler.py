@@ -23,19 +23,19 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos import crds
+from kaos.backoff import Backoff
 from kaos.helm import HelmError
-from kaos.mcp_tools import ToolsUnavailable, discover_tools
-from kaos.operator.backoff import Backoff
+from kaos.mcp_discovery import ToolDiscovery
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
-    CHART_OF,
     DEPLOY,
-    FAILED,
     MCPSERVER,
     Plan,
     Ref,
     cluster_endpoint_of,
     dependencies,
+    failed,
+    failed_plan,
     plan,
     ref_of,
     release_name,
@@ -61,29 +61,24 @@ class OperatorState:
     """Shared by all handlers (through kopf's memo)."""
 
     settings: Settings
-    backend: Any  # apply(chart, release, namespace, values) / uninstall(release, namespace)
+    backend: Any  # apply(chart, release, namespace, values) / uninstall(release, namespace): kaos.helm.Helm
     backoff: Backoff
-    discover_tools: Any = discover_tools  # async (url) -> [tool names]; raises ToolsUnavailable
+    tools: ToolDiscovery = field(default_factory=ToolDiscovery)  # status.tools of the MCPServers
     applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
     written: dict = field(default_factory=dict)  # Ref -> (fingerprint, the status as left by that reconcile)
-    tools: dict = field(default_factory=dict)  # Ref -> (endpoint, tool names, discovered) of a ready MCPServer
-    tools_backoff: Backoff = field(default_factory=Backoff)
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.seen, self.written, self.tools, self.locks):
+        for table in (self.applied, self.failures, self.seen, self.written, self.locks):
             table.pop(ref, None)
         self.backoff.succeed(ref)
-        self.tools_backoff.succeed(ref)
+        self.tools.forget(ref)
 
     def retry_due(self, ref: Ref) -> bool:
         """A helm failure, or a failed tools/list whose backoff has passed, waits for a retry."""
-        if ref in self.failures:
-            return True
-        known = self.tools.get(ref)
-        return known is not None and not known[2] and not self.tools_backoff.blocked(ref)
+        return ref in self.failures or self.tools.retry_due(ref)
 
 
 def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
@@ -92,16 +87,12 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     try:
         resource = crds.validate(dict(resource), settings.crd_dir)
     except crds.ValidationError as invalid:
-        return dict(resource), _failed(ref, str(invalid))
+        return dict(resource), failed_plan(ref, str(invalid))
     except OSError as error:
-        return dict(resource), _failed(ref, f"the operator cannot read the CRD schemas ({error}); check KAOS_CHARTS_DIR")
+        return dict(resource), failed_plan(ref, f"the operator cannot read the CRD schemas ({error}); check KAOS_CHARTS_DIR")
     observed = {dependency: world.get(dependency) for dependency in dependencies(resource)}
     known = {**observed, ref: resource}
     return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
-
-
-def _failed(ref: Ref, message: str) -> Plan:
-    return Plan(FAILED, message, CHART_OF[ref.kind], release_name(ref.kind, ref.name), None, "")
 
 
 def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
@@ -138,9 +129,9 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
         ready_replicas, replicas = world.replicas(ref)
         desired = status(resource, current, ready_replicas, replicas)
         if failure is not None:
-            desired = _with_helm_failure(desired, failure)
+            desired = failed(desired, failure.describe(), reason="HelmFailed")
         if ref.kind == MCPSERVER and desired["ready"]:
-            desired["tools"] = await _tools(ref, desired["endpoint"], state, logger)
+            desired["tools"] = await state.tools.tools(ref, desired["endpoint"], logger=logger)
         state.written[ref] = (inputs, _patch_status(previous, desired, patch))
         return failure
 
@@ -177,34 +168,6 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
     state.failures.pop(ref, None)
     state.backoff.succeed(ref)
     return None
-
-
-async def _tools(ref: Ref, endpoint: str, state: OperatorState, logger) -> list[str]:
-    """Discovered once per endpoint; while the server does not answer: [], retried with backoff."""
-    known = state.tools.get(ref)
-    if known is not None and known[0] == endpoint and (known[2] or state.tools_backoff.blocked(ref)):
-        return known[1]
-    try:
-        names = await state.discover_tools(endpoint)
-    except ToolsUnavailable as error:
-        delay = state.tools_backoff.fail(ref)
-        logger.warning(f"{error} (retrying in {delay:g}s)")
-        state.tools[ref] = (endpoint, [], False)
-        return []
-    state.tools_backoff.succeed(ref)
-    state.tools[ref] = (endpoint, names, True)
-    return names
-
-
-def _with_helm_failure(desired: dict, failure: HelmFailure) -> dict:
-    message = failure.describe()
-    conditions = [
-        {**condition, "status": "False", "reason": "HelmFailed", "message": message}
-        if condition["type"] == "Ready"
-        else condition
-        for condition in desired["conditions"]
-    ]
-    return {**desired, "phase": FAILED, "ready": False, "message": message, "conditions": conditions}
 
 
 def _now() -> str:

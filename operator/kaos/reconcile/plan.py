@@ -42,6 +42,12 @@ class Plan:
     not_ready: tuple[Ref, ...] = field(default=())
 
 
+def failed_plan(ref: Ref, message: str) -> Plan:
+    """The plan of a resource that cannot be planned at all (its CRD rejects it): Failed,
+    nothing to deploy, no endpoint."""
+    return Plan(FAILED, message, CHART_OF[ref.kind], release_name(ref.kind, ref.name), None, "")
+
+
 class _Invalid(Exception):
     """The resource cannot be deployed as written; the message says what to change."""
 

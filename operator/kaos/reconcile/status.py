@@ -1,7 +1,8 @@
-"""status(): the status subresource to write for a resource and its plan."""
+"""status(): the status subresource to write for a resource and its plan; failed(): one marked Failed."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
 from kaos.reconcile.plan import DEPLOY, FAILED, WAITING, Plan
@@ -37,6 +38,20 @@ def status(
     }
     if generation is not None:
         result["observedGeneration"] = generation
+    return result
+
+
+def failed(status: Mapping[str, Any], message: str, reason: str = "Failed") -> dict[str, Any]:
+    """The status marked Failed: phase Failed, not ready, ``message``, and its Ready condition
+    False for ``reason`` (what the plan could not see: a helm failure, a process that cannot run)."""
+    result = copy.deepcopy(dict(status))
+    result.update(phase=FAILED, ready=False, message=message)
+    result["conditions"] = [
+        {**condition, "status": "False", "reason": reason, "message": message}
+        if condition.get("type") == "Ready"
+        else condition
+        for condition in result.get("conditions", [])
+    ]
     return result
 
 
