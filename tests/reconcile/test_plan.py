@@ -1,5 +1,7 @@
 import pytest
 
+from kaos import crds
+from kaos.api import API_VERSION
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, Ref, dependencies, plan, resolve_model
 from kaos.settings import Settings
 from tests.reconcile.builders import NS, agent, endpoint_of, mcpserver, modelapi
@@ -154,7 +156,7 @@ def test_agent_values_follow_the_chart_contract():
         replicas=2,
         gatewayRoute={"timeout": "120s"},
     )
-    resource["spec"]["config"]["memory"] = {"contextLimit": 3}
+    resource["spec"]["config"]["memory"]["contextLimit"] = 3
     objects = observed_of(modelapi(), mcpserver(), agent("worker"))
     settings = Settings(gateway_enabled=True, operator_namespace="kaos-system", telemetry_endpoint="http://otel:4317")
     result = plan(resource, objects, settings, endpoint_of)
@@ -309,3 +311,14 @@ def test_mcpserver_values_and_endpoints():
 
     external = plan(mcpserver(url="http://elsewhere/mcp"), {}, settings, endpoint_of)
     assert external.values is None and external.endpoint == "http://elsewhere/mcp"
+
+
+def test_the_step_and_memory_defaults_reach_the_chart_from_the_crd_schema_alone():
+    """The values mapping writes no default of its own: what the CRD's defaults put into a
+    validated resource is what the chart gets."""
+    resource = crds.validate({"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "bare", "namespace": NS},
+                              "spec": {"modelAPI": "llm", "model": "ollama/smollm2:135m"}}, SETTINGS.crd_dir)
+    values = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of).values
+    config = crds.load_schemas(SETTINGS.crd_dir)["Agent"]["properties"]["spec"]["properties"]["config"]["properties"]
+    assert values["reasoningLoopMaxSteps"] == config["reasoningLoopMaxSteps"]["default"]
+    assert values["memory"] == {key: field["default"] for key, field in config["memory"]["properties"].items()}

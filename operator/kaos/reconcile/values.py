@@ -1,4 +1,8 @@
-"""Resource -> values of its workload chart (charts/<chart>/values.yaml is the contract)."""
+"""Resource -> values of its workload chart (charts/<chart>/values.yaml is the contract).
+
+The resource is a validated one: the CRD schema's defaults (for example the agent's
+reasoningLoopMaxSteps and memory settings) are in it already, and are not written again here.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ from typing import Any, Mapping
 
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import ref_of
-
-MEMORY_DEFAULTS = {"enabled": True, "contextLimit": 6, "maxSessions": 1000, "maxSessionEvents": 500}
 
 
 def image_values(reference: str | None, default) -> dict[str, str]:
@@ -69,10 +71,10 @@ def agent_values(
         "instructions": config.get("instructions") or "",
         "model": spec.get("model") or default_model,
         "modelAPI": {"name": spec.get("modelAPI", ""), "url": model_api_url},
-        "reasoningLoopMaxSteps": config.get("reasoningLoopMaxSteps", 5),
+        "reasoningLoopMaxSteps": config["reasoningLoopMaxSteps"],
         "mcpServers": mcp_servers,
         "peers": peers,
-        "memory": {**MEMORY_DEFAULTS, **(config.get("memory") or {})},
+        "memory": copy.deepcopy(config["memory"]),
         "telemetry": {
             "enabled": telemetry.get("enabled", settings.telemetry_enabled),
             "endpoint": telemetry.get("endpoint") or settings.telemetry_endpoint,
