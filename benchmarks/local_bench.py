@@ -24,7 +24,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kaos.local.client import Client  # noqa: E402
+from kaos.cli.client import Client  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kaos.local.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
+from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 
 API_VERSION = "kaos.tools/v1alpha1"

@@ -17,7 +17,7 @@ from e2e.conftest import (
     memory_events,
     wait_for_status,
 )
-from kaos.local.client import wait_until
+from kaos.cli.client import wait_until
 
 pytestmark = pytest.mark.e2e
 

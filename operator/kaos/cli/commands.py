@@ -1,4 +1,4 @@
-"""The `kaos` command: run and use the local control plane (`kaos up`, apply, get, chat, ...)."""
+"""The `kaos` command's parsing and commands: run and use the local control plane (`kaos up`, apply, get, chat, ...)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import httpx
 import yaml
 
 from kaos.api import KIND_ALIASES
-from kaos.local import display
-from kaos.local.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
+from kaos.cli import display
+from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
 from kaos.local.routes import gateway_path
@@ -334,9 +334,3 @@ def main(argv: list[str] | None = None) -> int:
     except httpx.HTTPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-

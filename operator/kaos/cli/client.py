@@ -1,4 +1,5 @@
-"""Talk to a running local control plane over its admin API (used by the CLI and the e2e suite)."""
+"""Talk to a running local control plane over its admin API (used by the CLI and the e2e suite),
+and start or stop one in the background."""
 
 from __future__ import annotations
 
