@@ -1,0 +1,69 @@
+"""The packages keep their layers: import-linter's contracts in pyproject.toml ([tool.importlinter]).
+
+- the CLI (kaos.cli) on top; the operator (kaos.operator) and the local control plane
+  (kaos.local) beside each other, never importing each other; the helm and MCP edges
+  (kaos.helm, kaos.mcp_discovery) below them; the reconcile core, CRD validation, settings,
+  backoff and API names at the bottom;
+- the bottom imports no kopf, pyhelm3, aiohttp, HTTP client, MCP SDK or server;
+- the runtime (kaos_runtime, the data plane) and the control side (kaos) import nothing of each other.
+
+The second test breaks each rule in a copy of the packages and checks that the linter says so.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"kaos": ROOT / "operator" / "kaos", "kaos_runtime": ROOT / "runtime" / "kaos_runtime"}
+
+# One import that breaks each rule: (file in the copy, the line added to it, what the linter names).
+VIOLATIONS = [
+    ("kaos/local/gateway.py", "import kaos.operator.world", "kaos.local.gateway -> kaos.operator.world"),
+    ("kaos/operator/world.py", "import kaos.local.routes", "kaos.operator.world -> kaos.local.routes"),
+    ("kaos/local/ports.py", "import kaos.cli.display", "kaos.local.ports -> kaos.cli.display"),
+    ("kaos/helm.py", "import kaos.local.state", "kaos.helm -> kaos.local.state"),
+    ("kaos/api.py", "import kaos.reconcile.refs", "kaos.api -> kaos.reconcile.refs"),
+    ("kaos/reconcile/values.py", "import httpx", "kaos.reconcile.values -> httpx"),
+    ("kaos/crds.py", "import kopf", "kaos.crds -> kopf"),
+    ("kaos/settings.py", "import pyhelm3", "kaos.settings -> pyhelm3"),
+    ("kaos/reconcile/plan.py", "import aiohttp", "kaos.reconcile.plan -> aiohttp"),
+    ("kaos_runtime/blocks.py", "import kaos.api", "kaos_runtime.blocks -> kaos.api"),
+]
+
+
+def lint_imports(pythonpath: Path | None = None) -> subprocess.CompletedProcess:
+    program = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if program is None:
+        pytest.fail("lint-imports is not installed (the dev extra has import-linter): run scripts/setup")
+    env = None
+    if pythonpath is not None:  # the copy comes first on sys.path, before the installed packages
+        env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    return subprocess.run(
+        [program, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+def test_the_import_contracts_hold():
+    result = lint_imports()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_the_linter_reports_every_broken_rule(tmp_path):
+    for name, source in PACKAGES.items():
+        shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for path, line, _ in VIOLATIONS:
+        target = tmp_path / path
+        target.write_text(target.read_text() + f"\n{line}  # a deliberate violation\n")
+    result = lint_imports(pythonpath=tmp_path)
+    output = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode != 0, output
+    assert "0 kept, 3 broken" in output, output
+    missed = [shown for _, _, shown in VIOLATIONS if shown not in output]
+    assert not missed, f"not reported: {missed}\n{result.stdout}"
