@@ -2,12 +2,10 @@
 stand-in program in place of the runtime and LiteLLM (an HTTP server on $PORT), so that
 ordering, rolling, deleting and restarting are checked in a second or two."""
 
-import asyncio
 import os
 import signal
 import sys
 import textwrap
-import time
 
 import httpx
 import pytest
@@ -18,6 +16,7 @@ from kaos.local.manifests import ApplyError
 from kaos.local.server import ensure_helm_on_path
 from kaos.reconcile import Ref
 from kaos.settings import Settings
+from tests.support.polling import eventually
 
 STAND_IN = textwrap.dedent(f"""\
     #!{sys.executable}
@@ -58,13 +57,6 @@ async def control(tmp_path):
     await plane.stop()
 
 
-async def until(condition, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 def phase(plane, kind, name):
     return (plane.resources.get(Ref(kind, "default", name), {}).get("status") or {}).get("phase")
 
@@ -84,10 +76,10 @@ def pid_of(plane, kind, name) -> int | None:
 
 async def test_agent_waits_for_its_modelapi_then_runs_with_its_url(control):
     control.apply([(agent(), "a.yaml")])
-    await until(lambda: phase(control, "Agent", "a") == "Waiting")
+    await eventually(lambda: phase(control, "Agent", "a") == "Waiting", timeout=30)
     assert "ModelAPI llm (not found)" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
     control.apply([(MODELAPI, "m.yaml")])
-    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     assert phase(control, "ModelAPI", "llm") == "Ready"
     env = info(control, "Agent", "a")["env"]
     assert env["MODEL_API_URL"] == control.endpoint_of("ModelAPI", "default", "llm")
@@ -101,52 +93,52 @@ async def test_agent_waits_for_its_modelapi_then_runs_with_its_url(control):
 
 async def test_changed_manifest_rolls_the_process_unchanged_does_not(control):
     control.apply([(MODELAPI, "m.yaml"), (agent(), "a.yaml")])
-    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     first = info(control, "Agent", "a")["pid"]
     assert control.apply([(agent(), "a.yaml")])[0]["result"] == "unchanged"
     await control.settled()
     assert info(control, "Agent", "a")["pid"] == first
     changed = agent(config={"instructions": "Be terse."})
     assert control.apply([(changed, "a.yaml")])[0]["result"] == "configured"
-    await until(lambda: pid_of(control, "Agent", "a") not in (None, first))
-    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    await eventually(lambda: pid_of(control, "Agent", "a") not in (None, first), timeout=30)
+    await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     assert info(control, "Agent", "a")["env"]["AGENT_INSTRUCTIONS"] == "Be terse."
     assert control.resources[Ref("Agent", "default", "a")]["metadata"]["generation"] == 2
 
 
 async def test_delete_stops_the_process(control):
     control.apply([(MODELAPI, "m.yaml")])
-    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready")
+    await eventually(lambda: phase(control, "ModelAPI", "llm") == "Ready", timeout=30)
     pid = info(control, "ModelAPI", "llm")["pid"]
     assert control.delete(Ref("ModelAPI", "default", "llm"))
     await control.settled()
-    await until(lambda: not _alive(pid))
+    await eventually(lambda: not _alive(pid), timeout=30)
     assert control.deployments() == []
     assert not control.delete(Ref("ModelAPI", "default", "llm"))
 
 
 async def test_crashed_process_is_restarted(control):
     control.apply([(MODELAPI, "m.yaml")])
-    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready")
+    await eventually(lambda: phase(control, "ModelAPI", "llm") == "Ready", timeout=30)
     pid = info(control, "ModelAPI", "llm")["pid"]
     os.kill(pid, signal.SIGKILL)
-    await until(lambda: phase(control, "ModelAPI", "llm") == "Ready" and control.deployments()[0]["restarts"] == 1)
+    await eventually(lambda: phase(control, "ModelAPI", "llm") == "Ready" and control.deployments()[0]["restarts"] == 1, timeout=30)
     assert info(control, "ModelAPI", "llm")["pid"] != pid
 
 
 async def test_dependents_follow_their_dependency(control):
     control.apply([(MODELAPI, "m.yaml"), (agent(), "a.yaml")])
-    await until(lambda: phase(control, "Agent", "a") == "Ready")
+    await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     control.apply([(agent("b", agentNetwork={"access": ["a"]}), "b.yaml")])
-    await until(lambda: phase(control, "Agent", "b") == "Ready")
+    await eventually(lambda: phase(control, "Agent", "b") == "Ready", timeout=30)
     assert info(control, "Agent", "b")["env"]["PEER_AGENTS"] == "a"
     control.delete(Ref("Agent", "default", "a"))
-    await until(lambda: phase(control, "Agent", "b") == "Waiting")
+    await eventually(lambda: phase(control, "Agent", "b") == "Waiting", timeout=30)
 
 
 async def test_model_not_offered_fails_with_the_core_message(control):
     control.apply([(MODELAPI, "m.yaml"), (agent(model="other"), "a.yaml")])
-    await until(lambda: phase(control, "Agent", "a") == "Failed")
+    await eventually(lambda: phase(control, "Agent", "a") == "Failed", timeout=30)
     assert "'other'" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
 
 
@@ -154,7 +146,7 @@ async def test_hosted_modelapi_without_ollama_is_failed(control, monkeypatch):
     control.which = lambda name: None if name == "ollama" else "/bin/true"
     hosted = {**MODELAPI, "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}}
     control.apply([(hosted, "h.yaml")])
-    await until(lambda: phase(control, "ModelAPI", "llm") == "Failed")
+    await eventually(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=30)
     assert "ollama" in control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
 
 
@@ -186,7 +178,7 @@ async def test_crash_loop_is_failed_with_a_message_and_still_restarted(control, 
     crasher.chmod(0o755)
     control.which = lambda name: str(crasher)
     control.apply([(MODELAPI, "m.yaml")])
-    await until(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=60)
+    await eventually(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=60)
     message = control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
     assert "crash loop" in message and "exit code 3" in message
     log = control.deployments()[0]["log"]

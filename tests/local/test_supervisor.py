@@ -1,12 +1,12 @@
 """The supervisor's readiness follows the probe after the first success, as the kubelet's does."""
 
-import asyncio
 import sys
 import textwrap
 
 from kaos.local import supervisor
 from kaos.local.containers import LocalProcess
 from kaos.local.ports import free_port
+from tests.support.polling import eventually
 
 # Answers /ready with 200, or 503 while the file named by NOT_READY exists.
 SERVER = textwrap.dedent("""
@@ -21,13 +21,6 @@ SERVER = textwrap.dedent("""
 """)
 
 
-async def eventually(condition, timeout=10.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 async def test_ready_process_that_stops_answering_is_taken_out_and_comes_back(tmp_path, monkeypatch):
     monkeypatch.setattr(supervisor, "READY_PROBE_PERIOD", 0.05)
     flag = tmp_path / "not-ready"
@@ -38,11 +31,11 @@ async def test_ready_process_that_stops_answering_is_taken_out_and_comes_back(tm
     process = supervisor.Supervisor(spec, tmp_path / "probe-me.log", lambda: flips.append(process.ready))
     process.start()
     try:
-        await eventually(lambda: process.ready)
+        await eventually(lambda: process.ready, timeout=10, what="ready")
         flag.touch()
-        await eventually(lambda: not process.ready)
+        await eventually(lambda: not process.ready, timeout=10, what="not ready")
         flag.unlink()
-        await eventually(lambda: process.ready)
+        await eventually(lambda: process.ready, timeout=10, what="ready again")
         assert flips == [True, False, True]
         assert process.restarts == 0, "readiness alone never restarts the process"
     finally:

@@ -14,9 +14,9 @@ from tests.operator.harness import (
     RecordingBackend,
     VersionedKubernetes,
     declare_resources,
-    eventually,
     kubeconfig_text,
 )
+from tests.support.polling import eventually
 
 REPO_CHARTS = Settings().charts_dir
 TOOLS_BIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".tools", "bin"))

@@ -8,10 +8,8 @@ kmock as the API server would (with its replicas ready, as a kubelet would repor
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
-import time
 from dataclasses import dataclass, field
 
 import aiohttp.web
@@ -207,15 +205,3 @@ class Cluster:
             if phase and (not seen or seen[-1] != phase):
                 seen.append(phase)
         return seen
-
-
-async def eventually(check, timeout: float = 15.0, interval: float = 0.05):
-    """Poll ``check`` (sync) until it returns a truthy value; fail with its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s; last value: {result!r}")
-        await asyncio.sleep(interval)

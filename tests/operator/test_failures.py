@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from tests.operator.conftest import REPO_CHARTS
-from tests.operator.harness import eventually
 from tests.operator.test_lifecycle import ECHO, agent, assert_quiet, proxy_api
 from tests.operator.test_main import wait_answering
+from tests.support.polling import eventually
 from tests.support.processes import free_port, spawn
 
 BROKEN_TEMPLATE = '{{ fail "the agent chart is broken on purpose" }}\n'

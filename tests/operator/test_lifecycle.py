@@ -3,7 +3,7 @@
 import asyncio
 
 from kaos.api import FINALIZER
-from tests.operator.harness import eventually
+from tests.support.polling import eventually
 
 NS = "team"
 ECHO = "def echo(message: str) -> str:\n    \"\"\"Echo.\"\"\"\n    return message\n"

@@ -1,30 +1,31 @@
 """`python -m kaos.operator`: settings from env, JSON-lines logs, the liveness endpoint."""
 
-import asyncio
 import json
 import subprocess
 import sys
-import time
 
 import httpx
 
+from tests.support.polling import eventually
 from tests.support.processes import free_port, spawn
 
 
 async def wait_answering(service, path: str, timeout: float = 30.0) -> httpx.Response:
     """Poll ``path`` until 200, without blocking the event loop that serves kmock."""
-    deadline = time.monotonic() + timeout
     async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
+
+        async def answering() -> httpx.Response | None:
             assert service.process.poll() is None, service.log()
             try:
                 response = await client.get(f"{service.url}{path}", timeout=1.0)
-                if response.status_code == 200:
-                    return response
             except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"no 200 on {path} within {timeout}s:\n{service.log()}")
+                return None
+            return response if response.status_code == 200 else None
+
+        try:
+            return await eventually(answering, timeout=timeout, interval=0.1, what=f"a 200 on {path}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{service.log()}") from None
 
 
 async def test_operator_process_serves_healthz_and_logs_json_lines(kube, tmp_path):

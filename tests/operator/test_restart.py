@@ -1,7 +1,7 @@
 """Nothing is lost on operator restart: resume re-applies every release, status is kept."""
 
-from tests.operator.harness import eventually
 from tests.operator.test_lifecycle import agent, proxy_api
+from tests.support.polling import eventually
 
 
 async def test_resume_after_restart_reapplies_releases(start_operator):
