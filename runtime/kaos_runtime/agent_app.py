@@ -19,13 +19,13 @@ from fastapi.responses import Response
 from . import openai_format
 from .agent_loop import Agent, LoopRequest
 from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
-from .config import AgentConfig
 from .errors import describe
 from .http import HttpClient
 from .mcp_client import ToolCatalog
 from .memory import Memory, new_session_id
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
+from .settings import AgentSettings
 from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.agent")
@@ -40,7 +40,7 @@ def _json(payload, status: int = 200, headers: dict | None = None) -> Response:
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
-def agent_card(config: AgentConfig, url: str, skills: list[dict]) -> dict:
+def agent_card(config: AgentSettings, url: str, skills: list[dict]) -> dict:
     capabilities = ["message_processing", "task_execution"]
     if config.mcp_servers:
         capabilities.append("tool_execution")
@@ -58,7 +58,7 @@ def agent_card(config: AgentConfig, url: str, skills: list[dict]) -> dict:
 class Runtime:
     """Everything one agent process holds: memory, model client, tools, peers, readiness."""
 
-    def __init__(self, config: AgentConfig, telemetry: Telemetry | None = None) -> None:
+    def __init__(self, config: AgentSettings, telemetry: Telemetry | None = None) -> None:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.http = HttpClient()
@@ -113,7 +113,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(config: AgentConfig, telemetry: Telemetry | None = None) -> FastAPI:
+def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> FastAPI:
     runtime = Runtime(config, telemetry)
 
     @asynccontextmanager

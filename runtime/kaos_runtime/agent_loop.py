@@ -6,12 +6,12 @@ import logging
 from dataclasses import dataclass
 
 from .blocks import BadBlock, Delegation, ToolCall, find_action
-from .config import AgentConfig
 from .mcp_client import ToolCatalog, ToolError
 from .memory import Memory
 from .model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from .peers import DelegationError, PeerDirectory
 from .prompts import system_prompt
+from .settings import AgentSettings
 from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.loop")
@@ -62,7 +62,7 @@ def model_messages(messages: list[dict]) -> list[dict]:
 
 
 class Agent:
-    def __init__(self, config: AgentConfig, memory: Memory, model: ModelClient,
+    def __init__(self, config: AgentSettings, memory: Memory, model: ModelClient,
                  tools: ToolCatalog, peers: PeerDirectory, telemetry: Telemetry | None = None) -> None:
         self.config = config
         self.telemetry = telemetry or Telemetry()

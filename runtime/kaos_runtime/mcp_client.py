@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .config import McpServer
 from .errors import describe
 from .refresh import Refresher
+from .settings import McpServer
 
 log = logging.getLogger("kaos_runtime.mcp")
 

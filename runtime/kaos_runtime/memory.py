@@ -9,7 +9,7 @@ from collections import OrderedDict, deque
 from datetime import datetime, timezone
 from typing import Any
 
-from .config import MemoryConfig
+from .settings import MemorySettings
 
 EVENT_TYPES = (
     "user_message",
@@ -42,7 +42,7 @@ class Memory:
     dropped first) and `max_session_events` events per session (its oldest dropped first).
     A lock guards every change so concurrent requests never interleave partial updates."""
 
-    def __init__(self, config: MemoryConfig) -> None:
+    def __init__(self, config: MemorySettings) -> None:
         self.config = config
         self._sessions: OrderedDict[str, deque] = OrderedDict()
         self._sequence = itertools.count()

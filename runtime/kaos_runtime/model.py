@@ -25,8 +25,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from .config import AgentConfig
 from .errors import describe
+from .settings import AgentSettings
 
 log = logging.getLogger("kaos_runtime.model")
 
@@ -82,7 +82,7 @@ def import_litellm():
 class DirectLitellm:
     """litellm's provider config and response model, one pooled aiohttp session for HTTP."""
 
-    def __init__(self, config: AgentConfig, api_key: str) -> None:
+    def __init__(self, config: AgentSettings, api_key: str) -> None:
         litellm = import_litellm()
         import aiohttp
         from litellm import ProviderConfigManager
@@ -144,7 +144,7 @@ class DirectLitellm:
 class AcompletionLitellm:
     """Every model call through ``litellm.acompletion``."""
 
-    def __init__(self, config: AgentConfig, api_key: str) -> None:
+    def __init__(self, config: AgentSettings, api_key: str) -> None:
         self._litellm = import_litellm()
         self.model = config.model_name
         self._api_base = openai_base_url(config.model_api_url)
@@ -175,12 +175,12 @@ class AcompletionLitellm:
 class ModelClient:
     """What the agentic loop calls: mock responses first, then litellm with retries."""
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(self, config: AgentSettings) -> None:
         self.config = config
         self._mocks = deque(config.mock_responses or ())
         self._backend = None
         self._loading: asyncio.Task | None = None
-        self._api_key = os.environ.get("MODEL_API_KEY") or os.environ.get("OPENAI_API_KEY") or "sk-kaos-no-key"
+        self._api_key = config.api_key.get_secret_value()
 
     @property
     def loaded(self) -> bool:

@@ -6,10 +6,10 @@ import asyncio
 import json
 import logging
 
-from .config import Peer
 from .errors import describe
 from .http import HttpClient
 from .refresh import Refresher
+from .settings import Peer
 
 log = logging.getLogger("kaos_runtime.peers")
 

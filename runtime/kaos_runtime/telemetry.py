@@ -2,7 +2,7 @@
 
 On when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
 OTEL_SDK_DISABLED=false (what the agent chart renders when telemetry is enabled);
-OTEL_SDK_DISABLED=true always turns it off. Spans are exported over OTLP/HTTP
+OTEL_SDK_DISABLED=true always turns it off (``settings.TelemetrySettings``). Spans are exported over OTLP/HTTP
 (protobuf); the W3C `traceparent` header carries the trace to peers, so a delegation chain
 is one trace. Off, every span is a shared no-op context: nothing is imported or allocated.
 """
@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from .settings import TelemetrySettings
 
 log = logging.getLogger("kaos_runtime.telemetry")
 
 _NO_SPAN = nullcontext()
-
-
-def telemetry_enabled(env: Mapping[str, str]) -> bool:
-    disabled = env.get("OTEL_SDK_DISABLED", "").strip().lower()
-    if disabled == "true":
-        return False
-    endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    return disabled == "false" or bool(endpoint)
 
 
 class Telemetry:
@@ -74,8 +69,8 @@ class Telemetry:
             self._provider.shutdown()
 
 
-def setup_telemetry(env: Mapping[str, str], service_name: str) -> Telemetry:
-    if not telemetry_enabled(env):
+def setup_telemetry(settings: TelemetrySettings, service_name: str) -> Telemetry:
+    if not settings.enabled:
         return Telemetry()
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -85,10 +80,9 @@ def setup_telemetry(env: Mapping[str, str], service_name: str) -> Telemetry:
     except ImportError as error:
         log.warning("OTEL_* asks for telemetry but OpenTelemetry is not installed (%s); no traces", error)
         return Telemetry()
-    protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
-    if protocol and protocol != "http/protobuf":
-        log.warning("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported; exporting with http/protobuf", protocol)
-    defaults = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
+    if settings.protocol and settings.protocol != "http/protobuf":
+        log.warning("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported; exporting with http/protobuf", settings.protocol)
+    defaults = {} if settings.service_name else {"service.name": service_name}
     provider = TracerProvider(resource=Resource.create(defaults))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     log.info("exporting traces over OTLP/HTTP")

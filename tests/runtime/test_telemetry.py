@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from kaos_runtime.telemetry import telemetry_enabled
+from kaos_runtime.settings import TelemetrySettings
 from tests.support.polling import wait_until
 
 from .conftest import agent_env, chat
@@ -54,11 +54,16 @@ def receiver():
     receiver.server.shutdown()
 
 
+def enabled(env: dict) -> bool:
+    return TelemetrySettings.from_env(env).enabled
+
+
 def test_enabled_by_the_standard_variables():
-    assert not telemetry_enabled({})
-    assert telemetry_enabled({"OTEL_SDK_DISABLED": "false"})
-    assert telemetry_enabled({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
-    assert not telemetry_enabled({"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"})
+    assert not enabled({})
+    assert enabled({"OTEL_SDK_DISABLED": "false"})
+    assert enabled({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+    assert enabled({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"})
+    assert not enabled({"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"})
 
 
 def test_delegation_chain_is_one_trace(start, receiver):

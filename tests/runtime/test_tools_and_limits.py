@@ -132,10 +132,15 @@ def test_mcp_syntax_error_is_a_startup_error_naming_the_line(start):
     assert "syntax error on line 4" in server.log() and "Traceback" not in server.log()
 
 
-def test_invalid_mock_responses_is_a_startup_error_naming_the_variable(start):
-    agent = start("agent", "bad-mocks", {"AGENT_NAME": "bad-mocks", "DEBUG_MOCK_RESPONSES": "[oops"}, ready=False)
+@pytest.mark.parametrize("env, message", [
+    ({"DEBUG_MOCK_RESPONSES": "[oops"}, "DEBUG_MOCK_RESPONSES is not valid JSON"),
+    ({"AGENTIC_LOOP_MAX_STEPS": "abc"}, "AGENTIC_LOOP_MAX_STEPS must be an integer, got 'abc'"),
+])
+def test_a_bad_setting_is_a_one_line_startup_error_naming_the_variable(start, env, message):
+    agent = start("agent", "bad-settings", {"AGENT_NAME": "bad-settings", **env}, ready=False)
     assert wait_for_exit(agent) == 2
-    assert "DEBUG_MOCK_RESPONSES is not valid JSON" in agent.log() and "Traceback" not in agent.log()
+    lines = agent.log().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kaos-runtime agent: configuration error: ") and message in lines[0]
 
 
 def test_memory_bounds_evict_oldest_first(start):

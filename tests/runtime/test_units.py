@@ -7,15 +7,23 @@ import pytest
 from kaos_runtime.agent_app import agent_card
 from kaos_runtime.blocks import BadBlock, Delegation, ToolCall, find_action
 from kaos_runtime.chat_request import BadRequest, parse_chat_body, parse_depth
-from kaos_runtime.config import ConfigError, MemoryConfig, env_key, load_agent_config, peer_base_url
 from kaos_runtime.memory import Memory
 from kaos_runtime.model import openai_base_url
 from kaos_runtime.prompts import system_prompt
 from kaos_runtime.python_string_tools import ToolsSourceError, load_tools
+from kaos_runtime.settings import (
+    AgentSettings,
+    ConfigError,
+    McpServerSettings,
+    MemorySettings,
+    ServerSettings,
+    env_key,
+    peer_base_url,
+)
 
 
 def test_peer_and_mcp_env_names():
-    config = load_agent_config({
+    config = AgentSettings.from_env({
         "PEER_AGENTS": "loop-worker-del, other",
         "PEER_AGENT_LOOP_WORKER_DEL_CARD_URL": "http://w:8000/.well-known/agent",
         "PEER_AGENT_OTHER_CARD_URL": "http://o:8000/.well-known/agent.json",
@@ -41,12 +49,55 @@ def test_peer_and_mcp_env_names():
 ])
 def test_config_errors_name_the_variable(env, variable):
     with pytest.raises(ConfigError, match=variable):
-        load_agent_config(env)
+        AgentSettings.from_env(env)
+
+
+def test_errors_are_one_line_naming_each_variable():
+    with pytest.raises(ConfigError) as caught:
+        AgentSettings.from_env({"AGENTIC_LOOP_MAX_STEPS": "abc", "MODEL_TIMEOUT_SECONDS": "-1"})
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "AGENTIC_LOOP_MAX_STEPS must be an integer, got 'abc'" in message and "MODEL_TIMEOUT_SECONDS" in message
+
+
+def test_blank_variables_are_unset_and_values_trimmed():
+    config = AgentSettings.from_env({"AGENT_NAME": "  ", "AGENTIC_LOOP_MAX_STEPS": " 3 ", "MEMORY_ENABLED": " FALSE ",
+                                     "MODEL_CLIENT": " Acompletion ", "DEBUG_MOCK_RESPONSES": " ", "MODEL_NAME": " m "})
+    assert (config.name, config.max_steps, config.memory.enabled, config.model_client, config.mock_responses,
+            config.model_name) == ("agent", 3, False, "acompletion", None, "m")
+
+
+def test_model_api_key_falls_back_to_openai_api_key():
+    def key(env: dict) -> str:
+        return AgentSettings.from_env(env).api_key.get_secret_value()
+
+    assert key({}) == "sk-kaos-no-key"
+    assert key({"OPENAI_API_KEY": "o", "MODEL_API_KEY": ""}) == "o"
+    assert key({"MODEL_API_KEY": "m", "OPENAI_API_KEY": "o"}) == "m"
+    assert "secret-key" not in repr(AgentSettings.from_env({"MODEL_API_KEY": "secret-key"}))
+
+
+def test_server_and_mcp_server_settings():
+    assert ServerSettings.from_env({}) == ServerSettings(host="0.0.0.0", port=8000, log_level="INFO")
+    assert ServerSettings.from_env({"LOG_LEVEL": "debug"}).log_level == "DEBUG"
+    assert ServerSettings.from_env({"AGENT_LOG_LEVEL": "loud", "LOG_LEVEL": "debug"}).log_level == "INFO"
+    for port, problem in (("http", "must be an integer"), ("0", "must be at least 1"), ("70000", "must be at most 65535")):
+        with pytest.raises(ConfigError, match=f"PORT {problem}"):
+            ServerSettings.from_env({"PORT": port})
+    assert McpServerSettings.from_env({"MCP_PATH": " "}) == McpServerSettings(
+        tools_source="", server_name="kaos-python-string", path="/mcp")
+
+
+def test_settings_built_directly_read_no_environment(monkeypatch):
+    monkeypatch.setenv("MEMORY_MAX_SESSIONS", "7")
+    assert MemorySettings().max_sessions == 1000
+    assert AgentSettings().memory.max_sessions == 1000
+    assert AgentSettings.from_env().memory.max_sessions == 7
 
 
 def test_defaults():
-    config = load_agent_config({})
-    assert (config.max_steps, config.memory, config.mock_responses) == (5, MemoryConfig(), None)
+    config = AgentSettings.from_env({})
+    assert (config.max_steps, config.memory, config.mock_responses) == (5, MemorySettings(), None)
     assert openai_base_url("http://m:8000/") == "http://m:8000/v1"
     assert openai_base_url("http://m:8000/v1") == "http://m:8000/v1"
 
@@ -92,7 +143,7 @@ def test_chat_body_accepts_content_parts_and_delegations():
 
 
 def test_memory_bounds_filters_and_total():
-    memory = Memory(MemoryConfig(max_sessions=2, max_session_events=3))
+    memory = Memory(MemorySettings(max_sessions=2, max_session_events=3))
     for index in range(5):
         memory.record("s1", "user_message", f"m{index}")
     memory.record("s2", "agent_response", "a")
@@ -107,7 +158,7 @@ def test_memory_bounds_filters_and_total():
 
 
 def test_memory_disabled_records_nothing():
-    memory = Memory(MemoryConfig(enabled=False))
+    memory = Memory(MemorySettings(enabled=False))
     memory.record("s", "user_message", "x")
     assert memory.events() == ([], 0) and memory.sessions() == []
 
@@ -130,7 +181,7 @@ def test_load_tools_errors_name_the_line(source, message):
 
 
 def test_card_capabilities_and_prompt():
-    config = load_agent_config({"AGENT_NAME": "c", "PEER_AGENTS": "w", "PEER_AGENT_W_CARD_URL": "http://w/.well-known/agent"})
+    config = AgentSettings.from_env({"AGENT_NAME": "c", "PEER_AGENTS": "w", "PEER_AGENT_W_CARD_URL": "http://w/.well-known/agent"})
     card = agent_card(config, "http://c", [])
     assert card["capabilities"] == ["message_processing", "task_execution", "task_delegation"]
     prompt = system_prompt("Be brief.", [{"name": "echo", "description": "Echo", "inputSchema": {}}],

@@ -1,0 +1,253 @@
+"""Every environment variable the runtime reads: its name, its type and its default, here only.
+
+pydantic-settings models (the variables are listed in docs/runtime.md):
+
+- ``AgentSettings`` with ``MemorySettings``: ``kaos-runtime agent``;
+- ``McpServerSettings``: ``kaos-runtime mcp``, the python-string MCP server;
+- ``ServerSettings``: ``HOST``, ``PORT`` and the log level of both;
+- ``TelemetrySettings``: the ``OTEL_*`` variables the runtime decides with (the OpenTelemetry
+  SDK reads the standard ones itself).
+
+``Model.from_env(env)`` reads a mapping (``os.environ`` by default): a field is read from
+the variable its ``validation_alias`` names, a blank variable counts as unset, and a wrong
+value is a ``ConfigError`` whose one line names the variable. Building a model directly
+(``MemorySettings(max_sessions=2)``) takes the values given and reads no environment. The
+families ``PEER_AGENT_<NAME>_CARD_URL`` and ``MCP_SERVER_<NAME>_URL`` are read by hand in
+``AgentSettings.from_env``.
+
+The step and memory defaults are the Agent CRD's (charts/kaos/crds/agent.yaml is the source
+of record for resources); this is the runtime's one copy, for running it standalone, and a
+test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
+
+CARD_SUFFIXES = ("/.well-known/agent.json", "/.well-known/agent")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class ConfigError(ValueError):
+    """A user mistake in the environment; the message names the variable."""
+
+
+def _trimmed(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _log_level(value: Any) -> Any:
+    """A level name in any case; anything else falls back to INFO (as it always has)."""
+    level = _trimmed(value).upper() if isinstance(value, str) else value
+    return level if level in LOG_LEVELS else "INFO"
+
+
+Trimmed = Annotated[str, BeforeValidator(_trimmed)]
+Flag = Annotated[bool, BeforeValidator(_trimmed)]  # true/false, yes/no, on/off, 1/0, any case
+ModelClientName = Annotated[Literal["direct", "acompletion"], BeforeValidator(lambda v: _trimmed(v).lower())]
+LogLevel = Annotated[str, BeforeValidator(_log_level)]
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    card_url: str
+    base_url: str
+
+
+@dataclass(frozen=True)
+class McpServer:
+    name: str
+    url: str
+
+
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping. Only fields with a
+    validation alias (the variable's name) are variables; a blank value counts as unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._env = env
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str]:
+        return {name: value for name, value in self._env.items() if value.strip()}
+
+    def get_field_value(self, field, field_name: str) -> tuple[Any, str, bool]:
+        if field.validation_alias is None:  # derived in from_env, not a variable
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
+
+
+_PROBLEMS = {
+    "int_parsing": "must be an integer",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
+    "greater_than_equal": "must be at least {ge}",
+    "less_than_equal": "must be at most {le}",
+    "literal_error": "must be {expected}",
+}
+
+
+def _one_line(error: ValidationError) -> str:
+    """Each wrong variable, named, with what it must be and what it was."""
+    problems = []
+    for item in error.errors(include_url=False):
+        if item["type"] == "value_error":  # raised by a validator below; it names the variable
+            problems.append(str(item["ctx"]["error"]))
+            continue
+        variable = ".".join(str(part) for part in item["loc"])
+        problem = _PROBLEMS.get(item["type"], "is invalid ({msg})").format(msg=item["msg"], **item.get("ctx", {}))
+        problems.append(f"{variable} {problem}, got {item['input']!r}")
+    return "; ".join(problems)
+
+
+class _Settings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=True, frozen=True, populate_by_name=True)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, **other_sources):
+        return (init_settings,)  # the environment is read by from_env only
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None):
+        """The settings in ``env`` (default ``os.environ``); ConfigError naming what is wrong."""
+        env = os.environ if env is None else env
+        values = {**_Environment(cls, env)(), **cls._derived(env)}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            raise ConfigError(_one_line(error)) from None
+
+    @classmethod
+    def _derived(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        """Values that no single variable holds (nested settings, variable families)."""
+        return {}
+
+
+class ServerSettings(_Settings):
+    """Where a runtime process listens and how much it logs (both commands)."""
+
+    host: Trimmed = Field("0.0.0.0", validation_alias="HOST")
+    port: int = Field(8000, ge=1, le=65535, validation_alias="PORT")
+    log_level: LogLevel = Field("INFO", validation_alias=AliasChoices("AGENT_LOG_LEVEL", "LOG_LEVEL"))
+
+
+class MemorySettings(_Settings):
+    enabled: Flag = Field(True, validation_alias="MEMORY_ENABLED")
+    context_limit: int = Field(6, ge=0, validation_alias="MEMORY_CONTEXT_LIMIT")
+    max_sessions: int = Field(1000, ge=1, validation_alias="MEMORY_MAX_SESSIONS")
+    max_session_events: int = Field(500, ge=1, validation_alias="MEMORY_MAX_SESSION_EVENTS")
+
+
+class AgentSettings(_Settings):
+    """``kaos-runtime agent``."""
+
+    name: Trimmed = Field("agent", validation_alias="AGENT_NAME")
+    description: str = Field("", validation_alias="AGENT_DESCRIPTION")
+    instructions: str = Field("", validation_alias="AGENT_INSTRUCTIONS")
+    model_api_url: Trimmed = Field("", validation_alias="MODEL_API_URL")
+    model_name: Trimmed = Field("", validation_alias="MODEL_NAME")
+    api_key: SecretStr = Field("sk-kaos-no-key", validation_alias=AliasChoices("MODEL_API_KEY", "OPENAI_API_KEY"))
+    max_steps: int = Field(5, ge=1, validation_alias="AGENTIC_LOOP_MAX_STEPS")
+    peers: tuple[Peer, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    mock_responses: Annotated[tuple[str, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
+    max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
+    max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")
+    model_timeout: float = Field(120.0, ge=0, validation_alias="MODEL_TIMEOUT_SECONDS")
+    model_max_retries: int = Field(2, ge=0, validation_alias="MODEL_MAX_RETRIES")
+    model_retry_backoff: float = Field(0.25, ge=0, validation_alias="MODEL_RETRY_BACKOFF_SECONDS")
+    model_client: ModelClientName = Field("direct", validation_alias="MODEL_CLIENT")
+    model_preload: Flag = Field(False, validation_alias="MODEL_PRELOAD")
+    peer_timeout: float = Field(120.0, ge=0, validation_alias="PEER_TIMEOUT_SECONDS")
+    tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
+
+    @field_validator("mock_responses", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        """DEBUG_MOCK_RESPONSES: a JSON list of strings."""
+        if not isinstance(value, str):
+            return value
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise ValueError(f"DEBUG_MOCK_RESPONSES is not valid JSON: {error}") from None
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError("DEBUG_MOCK_RESPONSES must be a JSON list of strings")
+        return tuple(value)
+
+    @classmethod
+    def _derived(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        peers = tuple(
+            Peer(name=name, card_url=url, base_url=peer_base_url(url))
+            for name, url in _listed_urls(env, "PEER_AGENTS", "PEER_AGENT_{key}_CARD_URL", "peer")
+        )
+        servers = tuple(
+            McpServer(name=name, url=url)
+            for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
+        )
+        return {"memory": MemorySettings.from_env(env), "peers": peers, "mcp_servers": servers}
+
+
+class McpServerSettings(_Settings):
+    """``kaos-runtime mcp``: the python-string MCP server."""
+
+    tools_source: str = Field("", validation_alias="MCP_TOOLS_STRING")
+    server_name: str = Field("kaos-python-string", validation_alias="MCP_SERVER_NAME")
+    path: str = Field("/mcp", validation_alias="MCP_PATH")
+
+
+class TelemetrySettings(_Settings):
+    """The OTEL_* variables that decide whether the runtime exports traces; the SDK reads the
+    standard ones itself (endpoint, headers, OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_*, ...)."""
+
+    sdk_disabled: Trimmed = Field("", validation_alias="OTEL_SDK_DISABLED")
+    endpoint: str = Field("", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT",
+                                                            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    protocol: str = Field("", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                                                            "OTEL_EXPORTER_OTLP_PROTOCOL"))
+    service_name: str = Field("", validation_alias="OTEL_SERVICE_NAME")
+
+    @property
+    def enabled(self) -> bool:
+        """On with an OTLP endpoint or OTEL_SDK_DISABLED=false; OTEL_SDK_DISABLED=true wins."""
+        disabled = self.sdk_disabled.lower()
+        if disabled == "true":
+            return False
+        return disabled == "false" or bool(self.endpoint)
+
+
+def env_key(name: str) -> str:
+    """`worker-1` -> `WORKER_1`: how a peer or MCP server name appears in a variable name."""
+    return name.strip().upper().replace("-", "_").replace(".", "_")
+
+
+def peer_base_url(card_url: str) -> str:
+    """The peer's base URL: its card URL without the `/.well-known/agent[.json]` suffix."""
+    url = card_url.rstrip("/")
+    for suffix in CARD_SUFFIXES:
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
+    return url
+
+
+def _listed_urls(env: Mapping[str, str], list_variable: str, url_variable: str, what: str) -> list[tuple[str, str]]:
+    """(name, url) for each name in the comma list ``list_variable``; ``url_variable`` has a
+    ``{key}`` slot for the name as it appears in a variable name."""
+    listed = []
+    for name in (part.strip() for part in env.get(list_variable, "").split(",")):
+        if not name:
+            continue
+        variable = url_variable.format(key=env_key(name))
+        url = env.get(variable, "").strip()
+        if not url:
+            raise ConfigError(f"{variable} is not set ({what} {name!r} is listed in {list_variable})")
+        listed.append((name, url))
+    return listed
