@@ -5,7 +5,9 @@ Backends:
   temporary KAOS_HOME, stopped at the end (nothing is left running).
 - cluster (``KAOS_E2E_BACKEND=cluster``): kubectl and helm against the current kube
   context, the platform chart already installed (``helm install kaos charts/kaos``), and the
-  gateway at ``GATEWAY_URL``.
+  gateway at ``GATEWAY_URL``. With ``KAOS_E2E_DATAPLANE=0`` (a control plane whose pods run
+  nothing, such as tests/cluster's kwok nodes) only what needs no running container runs:
+  tests marked ``dataplane`` are skipped and workloads are not probed through the gateway.
 
 This file is both the conftest of e2e/ and a plugin (``pytest -p e2e.conftest ...``), so it
 relies on no pytest settings from pyproject.toml.
@@ -43,6 +45,7 @@ SHARED_MODEL = "ollama/smollm2:135m"
 # What LiteLLM's mock_response answers (the shared ModelAPI in cluster mode, and test ModelAPIs).
 MOCK_REPLY = "Mock reply from the e2e ModelAPI."
 BACKEND = os.environ.get("KAOS_E2E_BACKEND", "local")
+DATAPLANE = os.environ.get("KAOS_E2E_DATAPLANE", "1").strip().lower() not in ("0", "false", "no")
 KIND_OF_PREFIX = {"agent-": "Agent", "modelapi-": "ModelAPI", "mcpserver-": "MCPServer"}
 
 
@@ -367,6 +370,9 @@ def deploy_and_wait(resource: dict, namespace: str, timeout: float = 120) -> str
     name = resource["metadata"]["name"]
     wait_for_deployment(namespace, f"{prefix}-{name}", timeout=timeout)
     url = gateway_url(namespace, segment, name)
+    if not DATAPLANE:
+        wait_for_status(resource["kind"], name, namespace, "Ready", timeout=timeout)
+        return url
     probe = {"Agent": "/health", "ModelAPI": "/health/liveliness", "MCPServer": None}[resource["kind"]]
     if probe:
         wait_for_resource_ready(url, timeout=timeout, path=probe)
@@ -378,6 +384,15 @@ def kill_workload(namespace: str, name: str):
 
 
 # fixtures
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "dataplane: needs running workloads (skipped with KAOS_E2E_DATAPLANE=0)")
+
+
+def pytest_runtest_setup(item):
+    if not DATAPLANE and item.get_closest_marker("dataplane"):
+        pytest.skip("needs running containers; this backend has no data plane (KAOS_E2E_DATAPLANE=0)")
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from e2e.conftest import (
+    DATAPLANE,
     chat,
     create_agent_resource,
     create_custom_resource,
@@ -20,6 +21,7 @@ from e2e.conftest import (
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.dataplane
 async def test_step_limit_from_the_resource_ends_the_loop(test_namespace, shared_modelapi):
     asks_forever = [fenced("tool_call", {"tool": "missing", "arguments": {}})] * 3
     url = deploy_and_wait(create_agent_resource(test_namespace, "loop-limited", shared_modelapi, max_steps=2,
@@ -43,6 +45,8 @@ async def test_wait_for_dependencies_decides_between_waiting_and_starting(test_n
     eager = create_agent_resource(test_namespace, "dep-eager", "llm-not-yet")
     eager["spec"]["waitForDependencies"] = False
     url = deploy_and_wait(eager, test_namespace)
+    if not DATAPLANE:
+        return
     async with httpx.AsyncClient(timeout=30) as client:
         health = (await client.get(f"{url}/health")).json()
     assert health == {**health, "status": "healthy", "name": "dep-eager"}
@@ -59,6 +63,8 @@ async def test_coordinator_created_before_its_worker_gets_it_later(test_namespac
     deploy_and_wait(create_agent_resource(test_namespace, "late-worker", shared_modelapi,
                                           mock_responses=["late task 7 handled"]), test_namespace)
     wait_for_status("Agent", "early-lead", test_namespace, "Ready", timeout=60)
+    if not DATAPLANE:
+        return
     url = gateway_url(test_namespace, "agent", "early-lead")
     wait_for_resource_ready(url)
     async with httpx.AsyncClient(timeout=30) as client:

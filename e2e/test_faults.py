@@ -15,7 +15,7 @@ from e2e.conftest import (
     wait_for_status,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 
 async def test_killed_worker_coordinator_survives_and_worker_returns(test_namespace, shared_modelapi):

@@ -19,7 +19,7 @@ from e2e.conftest import (
 )
 from kaos.cli.client import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 TEXT_TOOLS = '''
 def echo(message: str) -> str:

@@ -5,7 +5,7 @@ import pytest
 
 from e2e.conftest import SHARED_MODEL, create_modelapi_resource, deploy_and_wait, gateway_url, get_custom_resource
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 
 async def test_proxy_health_and_models(test_namespace, shared_modelapi):

@@ -6,7 +6,7 @@ import pytest
 
 from e2e.conftest import chat, create_agent_resource, deploy_and_wait, fenced, memory_events
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 
 @pytest.fixture(scope="module")

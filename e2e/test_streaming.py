@@ -8,7 +8,7 @@ from openai import AsyncOpenAI
 
 from e2e.conftest import create_agent_resource, deploy_and_wait
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 REPLY = "First line of the stream.\nSecond line, with \"quotes\" and ünïcödé."
 

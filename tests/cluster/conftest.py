@@ -1,0 +1,48 @@
+"""Fixtures of the cluster tier: one real control plane per test session, the platform chart
+installed on it with Helm 4, and the operator running under the chart's ServiceAccount."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.cluster import controlplane
+from tests.cluster.platform import install_platform, start_operator
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/cluster/" in str(item.fspath):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    plane = controlplane.start(nodes=2)
+    yield plane
+    plane.stop()
+    assert plane.running() == [], f"control plane processes left running: {plane.running()}"
+
+
+@pytest.fixture(scope="session")
+def platform(cluster):
+    """The platform chart installed as release ``kaos`` in ``kaos-system`` (Helm 4, defaults plus
+    NetworkPolicies and the gateway routes); returns the operator Deployment."""
+    cluster.install_gateway_api()
+    return install_platform(cluster, "--set", "networkPolicy.enabled=true", "--set", "gateway.enabled=true")
+
+
+@pytest.fixture(scope="session")
+def operator(cluster, platform):
+    process = start_operator(cluster)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def namespace(cluster):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    return name
+

@@ -1,0 +1,300 @@
+"""A real Kubernetes control plane on 127.0.0.1 for the cluster test tier.
+
+etcd, kube-apiserver (RBAC authorization, service-account token signing, static admin token),
+kube-controller-manager, kube-scheduler and kwok (which plays the kubelet: fake nodes whose
+pods become Running and Ready) run as processes in a temporary folder, from the binaries
+that ``scripts/setup-kube`` builds. ``stop()`` ends every process it started, with a bounded
+wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from kaos.local.ports import free_port
+from tests.cluster.pki import Pki, create_pki
+from tests.support.polling import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml",
+              "gateway-api-crds.yaml")
+SERVICE_CIDR = "10.96.0.0/16"
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 15.0
+
+
+class ControlPlaneError(RuntimeError):
+    pass
+
+
+def binaries_dir() -> Path:
+    """``$KAOS_KUBE_BIN``, else the newest folder ``scripts/setup-kube`` built under .tools/kube/."""
+    explicit = os.environ.get("KAOS_KUBE_BIN")
+    candidates = [Path(explicit)] if explicit else sorted((ROOT / ".tools" / "kube").glob("kubernetes-*"))
+    for folder in reversed(candidates):
+        if all((folder / name).is_file() for name in COMPONENTS):
+            return folder
+    raise ControlPlaneError(
+        f"the test control plane's binaries ({', '.join(COMPONENTS)}) are not built: run scripts/setup-kube"
+    )
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, token: str, user: str, namespace: str = "default") -> Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "kaos-test",
+        "clusters": [{"name": "kaos-test", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "kaos-test", "context": {"cluster": "kaos-test", "user": user, "namespace": namespace}}],
+    }
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class Component:
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class ControlPlane:
+    folder: Path
+    bin: Path
+    pki: Pki
+    server: str
+    admin_token: str
+    admin_kubeconfig: Path
+    components: list[Component] = field(default_factory=list)
+    # Seconds from the start of start() to: the apiserver's /readyz, and everything ready.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # processes
+
+    def _start(self, name: str, argv: list[str]) -> Component:
+        log = self.folder / "logs" / f"{name}.log"
+        log.parent.mkdir(exist_ok=True)
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=self.folder, start_new_session=True,
+            )
+        component = Component(name, process, log)
+        self.components.append(component)
+        return component
+
+    def _check_alive(self) -> None:
+        for component in self.components:
+            if component.process.poll() is not None:
+                raise ControlPlaneError(
+                    f"{component.name} exited with {component.process.returncode}:\n{component.tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM every component (last started first), then SIGKILL what is left after a bounded wait."""
+        for component in reversed(self.components):
+            _signal_group(component.process, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for component in reversed(self.components):
+            try:
+                component.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(component.process, signal.SIGKILL)
+                component.process.wait(STOP_TIMEOUT)
+        self.components.clear()
+
+    def running(self) -> list[str]:
+        return [c.name for c in self.components if c.process.poll() is None]
+
+    # the API
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        return httpx.Client(base_url=self.server, verify=ssl.create_default_context(cafile=self.pki.ca_cert), timeout=30,
+                            headers={"Authorization": f"Bearer {token or self.admin_token}"})
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        """GET an API path as admin; None on 404."""
+        with self.client() as client:
+            response = client.get(path)
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return response.json()
+
+    def kubectl(self, *args: str, input: str | None = None, kubeconfig: Path | None = None,
+                check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [kubectl_executable(), "--kubeconfig", str(kubeconfig or self.admin_kubeconfig), *args],
+            input=input, capture_output=True, text=True, timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
+    def kubectl_json(self, *args: str) -> dict[str, Any]:
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def create_token(self, namespace: str, service_account: str, seconds: int = 3600) -> str:
+        """A token for the ServiceAccount from the TokenRequest API (what a pod's projected volume holds)."""
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": seconds}}
+        with self.client() as client:
+            response = client.post(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{service_account}/token", json=request)
+        response.raise_for_status()
+        return response.json()["status"]["token"]
+
+    def install_gateway_api(self) -> None:
+        """The Gateway API's standard CRDs (HTTPRoute and friends), Established."""
+        self.kubectl("apply", "--server-side", "-f", str(self.bin / "gateway-api-crds.yaml"))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/httproutes.gateway.networking.k8s.io")
+
+    def add_node(self, name: str) -> None:
+        """A fake node that kwok manages: pods scheduled to it become Running and Ready."""
+        node = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "kubernetes.io/arch": "amd64", "type": "kwok"}},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "250"},
+                       "capacity": {"cpu": "32", "memory": "256Gi", "pods": "250"}},
+        }
+        self.kubectl("apply", "-f", "-", input=json.dumps(node))
+
+        def node_ready() -> bool:
+            self._check_alive()
+            conditions = ((self.get(f"/api/v1/nodes/{name}") or {}).get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        wait_until(node_ready, START_TIMEOUT, interval=0.1, what=f"node {name} Ready")
+
+
+def kubectl_executable() -> str:
+    local = ROOT / ".tools" / "bin" / "kubectl"
+    return str(local) if local.is_file() else (shutil.which("kubectl") or "kubectl")
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def start(folder: Path | None = None, nodes: int = 1) -> ControlPlane:
+    """Start the whole control plane and return once the apiserver, the controllers and the nodes are ready."""
+    began = time.monotonic()
+    bin = binaries_dir()
+    folder = Path(folder or tempfile.mkdtemp(prefix="kaos-cluster-"))
+    pki = create_pki(folder / "pki")
+    admin_token = secrets.token_hex(24)
+    (folder / "tokens.csv").write_text(f'{admin_token},kaos-admin,kaos-admin,"system:masters"\n')
+    (folder / "tokens.csv").chmod(0o600)
+    etcd_port, etcd_peer_port, api_port = free_port(), free_port(), free_port()
+    server = f"https://127.0.0.1:{api_port}"
+    admin = write_kubeconfig(folder / "admin.kubeconfig", server, pki.ca_cert, admin_token, "kaos-admin")
+    plane = ControlPlane(folder, bin, pki, server, admin_token, admin)
+    try:
+        _start_components(plane, etcd_port, etcd_peer_port, api_port, began)
+        for index in range(nodes):
+            plane.add_node(f"kwok-node-{index}")
+        plane.timings["ready"] = time.monotonic() - began
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
+def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, api_port: int, began: float) -> None:
+    bin, pki, folder = plane.bin, plane.pki, plane.folder
+    etcd_url = f"http://127.0.0.1:{etcd_port}"
+    peer_url = f"http://127.0.0.1:{etcd_peer_port}"
+    plane._start("etcd", [
+        str(bin / "etcd"), "--name=kaos-test", f"--data-dir={folder / 'etcd'}",
+        f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+        f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=kaos-test={peer_url}", "--unsafe-no-fsync", "--log-level=warn",
+        "--quota-backend-bytes=4294967296",
+    ])
+    plane._start("kube-apiserver", [
+        str(bin / "kube-apiserver"),
+        f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--token-auth-file={folder / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        f"--service-account-issuer={ISSUER}",
+        f"--service-account-key-file={pki.service_account_public_key}",
+        f"--service-account-signing-key-file={pki.service_account_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ])
+
+    def apiserver_ready() -> bool:
+        plane._check_alive()
+        try:
+            with plane.client() as client:
+                return client.get("/readyz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(apiserver_ready, START_TIMEOUT, interval=0.05, what="kube-apiserver /readyz")
+    plane.timings["apiserver"] = time.monotonic() - began
+
+    kubeconfig = str(plane.admin_kubeconfig)
+    plane._start("kube-controller-manager", [
+        str(bin / "kube-controller-manager"),
+        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
+        f"--service-account-private-key-file={pki.service_account_key}",
+        f"--root-ca-file={pki.ca_cert}",
+        "--use-service-account-credentials=false",
+        "--controllers=*,-nodeipam",
+        "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
+        "--v=1",
+    ])
+    plane._start("kube-scheduler", [
+        str(bin / "kube-scheduler"),
+        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false", "--v=1",
+    ])
+    plane._start("kwok", [
+        str(bin / "kwok"), f"--kubeconfig={kubeconfig}", f"--config={bin / 'kwok-stages.yaml'}",
+        "--manage-all-nodes=true", "--node-lease-duration-seconds=40", f"--server-address=127.0.0.1:{free_port()}",
+    ])
+
+    def default_service_account() -> bool:
+        plane._check_alive()
+        return plane.get("/api/v1/namespaces/default/serviceaccounts/default") is not None
+
+    wait_until(default_service_account, START_TIMEOUT, interval=0.1,
+               what="the controller-manager to create the default ServiceAccount")

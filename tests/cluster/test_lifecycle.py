@@ -1,0 +1,91 @@
+"""Lifecycle on a real apiserver: edits roll the release, late dependencies unblock their
+dependents, deletion runs the finalizer, namespaces delete cleanly, restarts resume, and the
+CRD schema refuses invalid resources itself."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cluster.platform import releases, resource, wait_ready
+from tests.support.polling import wait_until
+
+MODELAPI = {
+    "apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+    "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
+}
+
+
+def agent(name: str, instructions: str = "Answer briefly.", **spec) -> dict:
+    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": name},
+            "spec": {"modelAPI": "llm", "model": "gpt-4o-mini", "config": {"instructions": instructions}, **spec}}
+
+
+def apply(cluster, namespace: str, *objects: dict) -> None:
+    cluster.kubectl("apply", "--server-side", "--field-manager=argocd-controller", "-n", namespace, "-f", "-",
+                    input="\n---\n".join(json.dumps(o) for o in objects))
+
+
+def phase(cluster, kind: str, name: str, namespace: str) -> str | None:
+    return ((resource(cluster, kind, name, namespace) or {}).get("status") or {}).get("phase")
+
+
+def test_an_edit_rolls_the_release(cluster, operator, namespace):
+    apply(cluster, namespace, MODELAPI, agent("editor"))
+    wait_ready(cluster, "Agent", "editor", namespace)
+    assert releases(cluster, namespace)["agent-editor"] == 1
+    apply(cluster, namespace, agent("editor", instructions="Answer in French."))
+    wait_until(lambda: releases(cluster, namespace)["agent-editor"] == 2, 30, interval=0.1, what="revision 2")
+    edited = wait_ready(cluster, "Agent", "editor", namespace)
+    assert edited["metadata"]["generation"] == edited["status"]["observedGeneration"] == 2
+    env = cluster.kubectl_json("get", "deployment", "agent-editor", "-n", namespace)["spec"]["template"]["spec"]
+    values = {e["name"]: e.get("value") for e in env["containers"][0]["env"]}
+    assert values["AGENT_INSTRUCTIONS"] == "Answer in French."
+
+
+def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, namespace):
+    apply(cluster, namespace, agent("early"))
+    wait_until(lambda: phase(cluster, "Agent", "early", namespace) == "Waiting", 30, interval=0.1, what="Waiting")
+    assert "agent-early" not in releases(cluster, namespace)
+    apply(cluster, namespace, MODELAPI)
+    wait_ready(cluster, "Agent", "early", namespace)
+
+
+def test_deleting_runs_the_finalizer_and_uninstalls_the_release(cluster, operator, namespace):
+    apply(cluster, namespace, MODELAPI, agent("doomed"))
+    ready = wait_ready(cluster, "Agent", "doomed", namespace)
+    assert "kaos.tools/finalizer" in ready["metadata"]["finalizers"]
+    cluster.kubectl("delete", "agent", "doomed", "-n", namespace, "--wait=false")
+    wait_until(lambda: resource(cluster, "Agent", "doomed", namespace) is None, 30, interval=0.1, what="agent gone")
+    assert "agent-doomed" not in releases(cluster, namespace)
+    assert cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/agent-doomed") is None
+
+
+def test_deleting_a_namespace_with_resources_does_not_wedge(cluster, operator, namespace):
+    apply(cluster, namespace, MODELAPI, agent("a"), agent("b"))
+    for name in ("a", "b"):
+        wait_ready(cluster, "Agent", name, namespace)
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+    wait_until(lambda: cluster.get(f"/api/v1/namespaces/{namespace}") is None, 60, interval=0.2,
+               what=f"namespace {namespace} deleted")
+
+
+def test_an_operator_restart_resumes_without_duplicate_releases(cluster, operator, namespace):
+    apply(cluster, namespace, MODELAPI, agent("steady"))
+    wait_ready(cluster, "Agent", "steady", namespace)
+    before = releases(cluster, namespace)
+    operator.restart()
+    apply(cluster, namespace, agent("after-restart"))
+    wait_ready(cluster, "Agent", "after-restart", namespace)
+    after = releases(cluster, namespace)
+    assert set(after) == set(before) | {"agent-after-restart"}
+    assert wait_ready(cluster, "Agent", "steady", namespace)
+
+
+def test_the_crd_schema_refuses_an_invalid_resource_naming_the_field(cluster, namespace):
+    result = cluster.kubectl("apply", "--server-side", "-n", namespace, "-f", "-", check=False,
+                             input=json.dumps({**agent("bad"), "spec": {
+                                 "modelAPI": "llm", "config": {"reasoningLoopMaxSteps": 50}}}))
+    assert result.returncode != 0
+    assert "spec.config.reasoningLoopMaxSteps" in result.stderr, result.stderr
+    assert resource(cluster, "Agent", "bad", namespace) is None
+
