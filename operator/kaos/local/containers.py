@@ -232,7 +232,7 @@ def local_process(
         raise CannotRunLocally(f"Deployment {deployment.get('metadata', {}).get('name')} has no container")
     container = containers[0]
     files, mounts = mounted_files(pod_spec, container, objects, volume_root)
-    overrides = {"HOST": LOOPBACK, "PORT": str(port), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    overrides = {"HOST": LOOPBACK, "PORT": str(port)}
     image = container.get("image", "")
     if image_repository(image).removeprefix("docker.io/") == OLLAMA_IMAGE:
         overrides["OLLAMA_HOST"] = f"{LOOPBACK}:{port}"
