@@ -1,0 +1,24 @@
+"""kaos_runtime.python_string_tools: MCP_TOOLS_STRING -> tool functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaos_runtime.python_string_tools import ToolsSourceError, load_tools
+
+
+def test_load_tools_keeps_helpers_and_imports_visible():
+    tools = load_tools("import math\nfrom os.path import join\n"
+                       "def _twice(x):\n    return 2 * x\n"
+                       "def root(value: float) -> float:\n    \"\"\"Twice the root.\"\"\"\n    return _twice(math.sqrt(value))\n")
+    assert [tool.__name__ for tool in tools] == ["root"]
+    assert tools[0](16) == 8
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def ok():\n    return 1\ndef broken(:\n    pass\n", "line 3"),
+    ("x = 1\nraise RuntimeError('nope')\n", "line 2"),
+])
+def test_load_tools_errors_name_the_line(source, message):
+    with pytest.raises(ToolsSourceError, match=message):
+        load_tools(source)
