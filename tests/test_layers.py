@@ -8,8 +8,10 @@
 - the runtime (kaos_runtime, the data plane) and the control side (kaos) import nothing of each other.
 
 The second test breaks each rule in a copy of the packages and checks that the linter says so.
+The last one keeps the KAOS_* variables in kaos.settings: no other module of kaos reads one.
 """
 
+import ast
 import os
 import shutil
 import subprocess
@@ -67,3 +69,36 @@ def test_the_linter_reports_every_broken_rule(tmp_path):
     assert "0 kept, 3 broken" in output, output
     missed = [shown for _, _, shown in VIOLATIONS if shown not in output]
     assert not missed, f"not reported: {missed}\n{result.stdout}"
+
+
+def _kaos_variables_read(tree: ast.AST) -> list[tuple[int, str]]:
+    """``os.environ[...]``, ``os.environ.get(...)``/``pop``/``setdefault`` and ``os.getenv(...)``
+    of a literal KAOS_* name."""
+    def is_environ(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    found = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Subscript) and is_environ(node.value):
+            name = node.slice
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
+            (node.func.attr in ("get", "pop", "setdefault") and is_environ(node.func.value))
+            or node.func.attr == "getenv"
+        ):
+            name = node.args[0]
+        if isinstance(name, ast.Constant) and str(name.value).startswith("KAOS_"):
+            found.append((node.lineno, name.value))
+    return found
+
+
+def test_kaos_variables_are_read_by_the_settings_only():
+    assert _kaos_variables_read(ast.parse('import os\nos.environ.get("KAOS_HOME")\nos.getenv("KAOS_HELM")')), \
+        "the check finds a read"
+    reads = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted(PACKAGES["kaos"].rglob("*.py"))
+        if path.name != "settings.py" or path.parent != PACKAGES["kaos"]
+        for line, name in _kaos_variables_read(ast.parse(path.read_text()))
+    ]
+    assert reads == [], "read KAOS_* variables through kaos.settings.Settings.from_env()"

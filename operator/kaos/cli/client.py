@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from kaos.local.state import State, read_state
+from kaos.settings import variable
 
 ADMIN = "/_kaos"
 
@@ -33,7 +34,7 @@ class Client:
     def from_home(cls, home: Path) -> "Client":
         state = read_state(home)
         if state is None:
-            raise NotRunning(f"no local control plane is running (KAOS_HOME={home}); start one with `kaos up`")
+            raise NotRunning(f"no local control plane is running ({variable('home')}={home}); start one with `kaos up`")
         return cls(state.url)
 
     def _call(self, method: str, path: str, **kwargs) -> dict:
@@ -91,7 +92,7 @@ def spawn_control_plane(home: Path, port: int, timeout: float = 30.0, extra_env:
     """Start ``python -m kaos.local`` in the background (own session) and wait until it answers."""
     home.mkdir(parents=True, exist_ok=True)
     log = open(home / "controlplane.log", "ab")
-    env = {**os.environ, "KAOS_HOME": str(home), **(extra_env or {})}
+    env = {**os.environ, variable("home"): str(home), **(extra_env or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "kaos.local", "--port", str(port)],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,

@@ -41,7 +41,7 @@ from kaos.reconcile import (
     release_name,
     status,
 )
-from kaos.settings import Settings
+from kaos.settings import Settings, variable
 
 _UNSET = object()
 
@@ -89,7 +89,7 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     except crds.ValidationError as invalid:
         return dict(resource), failed_plan(ref, str(invalid))
     except OSError as error:
-        return dict(resource), failed_plan(ref, f"the operator cannot read the CRD schemas ({error}); check KAOS_CHARTS_DIR")
+        return dict(resource), failed_plan(ref, f"the operator cannot read the CRD schemas ({error}); check {variable('charts_dir')}")
     observed = {dependency: world.get(dependency) for dependency in dependencies(resource)}
     known = {**observed, ref: resource}
     return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
