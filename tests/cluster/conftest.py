@@ -18,8 +18,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def cluster():
-    plane = controlplane.start(nodes=2)
+def cluster(tmp_path_factory):
+    """Its folder (logs of every component and of the operator) is kept for the last three sessions."""
+    plane = controlplane.start(tmp_path_factory.mktemp("cluster"), nodes=2)
     yield plane
     plane.stop()
     assert plane.running() == [], f"control plane processes left running: {plane.running()}"
