@@ -1,6 +1,7 @@
-"""One process on 127.0.0.1:PORT: the gateway and, under /_kaos/, the admin API the CLI uses.
+"""One process on 127.0.0.1:PORT: the gateway, under /_kaos/ the admin API the CLI uses, and
+the web console (kaos.console) at / and under /_console/.
 
-``/_kaos`` cannot be a namespace (namespaces are DNS labels), so the two never collide.
+``/_kaos`` and ``/_console`` cannot be namespaces (namespaces are DNS labels), so nothing collides.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import parse_qsl
 import uvicorn
 
 from kaos.api import KIND_ALIASES, KINDS
+from kaos.console import Console, LocalCatalog
 from kaos.local.controlplane import ControlPlane, validate_documents
 from kaos.local.gateway import Gateway, read_body, send_json
 from kaos.local.manifests import CORE_KINDS, ApplyError
@@ -39,13 +41,14 @@ def ensure_helm_on_path(charts_dir: Path) -> None:
 
 
 class App:
-    """ASGI entry: admin API under /_kaos/, everything else through the gateway."""
+    """ASGI entry: admin API under /_kaos/, the console at / and /_console/, the rest through the gateway."""
 
     def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None]):
         self.control = control
         self.port = port
         self.shutdown = shutdown
         self.gateway = Gateway(control.backend_of)
+        self.console = Console(LocalCatalog(control.list))
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -53,6 +56,8 @@ class App:
         path = scope["path"]
         if path.startswith(ADMIN_PREFIX):
             await self._admin(scope, receive, send, path[len(ADMIN_PREFIX):])
+        elif self.console.serves(path):
+            await self.console(scope, receive, send)
         else:
             await self.gateway(scope, receive, send)
 

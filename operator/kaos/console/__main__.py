@@ -1,0 +1,71 @@
+"""``kaos-console`` (``python -m kaos.console``): the console on its own, for a cluster.
+
+In a pod it reads the resources with the pod's ServiceAccount; elsewhere give the API server
+(``--api-server``, with ``--token-file``/``--ca-file`` as needed, e.g. through ``kubectl proxy``:
+``--api-server http://127.0.0.1:8001``). Under ``kaos up`` there is nothing to run: the local
+gateway serves the console at its root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from kaos.console.app import Console
+from kaos.console.catalog import CachedCatalog, CatalogError
+from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kaos-console", description="The KAOS web console for a Kubernetes cluster.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a pod)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--api-server", help="Kubernetes API URL (default: the pod's, from KUBERNETES_SERVICE_HOST)")
+    p.add_argument("--token-file", type=Path, help="bearer token for --api-server")
+    p.add_argument("--ca-file", type=Path, help="CA bundle for --api-server")
+    p.add_argument("--namespace", action="append", default=[], dest="namespaces",
+                   help="show only this namespace (repeat for several; default: every namespace)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    return p
+
+
+def catalog_of(args: argparse.Namespace) -> KubernetesCatalog:
+    if args.api_server:
+        return KubernetesCatalog(args.api_server, args.token_file, args.ca_file, tuple(args.namespaces))
+    return KubernetesCatalog.in_cluster(tuple(args.namespaces))
+
+
+async def serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    catalog = catalog_of(args)
+    cached = CachedCatalog(catalog, ttl=1.0)
+    proxy = ServiceProxy(cached)
+    app = Console(cached, proxy=proxy)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="off",
+                                           log_level=args.log_level.lower(), access_log=False))
+    try:
+        await server.serve()
+    finally:
+        await proxy.aclose()
+        await catalog.aclose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve(args))
+    except CatalogError as error:
+        print(f"kaos-console: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""The console in a cluster: resources from the Kubernetes API, workloads through their Services.
+
+:class:`KubernetesCatalog` lists agents, modelapis and mcpservers (``kaos.tools``) with the
+console's own ServiceAccount (its token and CA, mounted in the pod), which needs nothing
+but get/list on them. :class:`ServiceProxy` serves the gateway's URL layout
+(``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``) by forwarding to the workload's
+``status.endpoint``, the Service URL the operator wrote (``http://agent-<name>.<ns>.svc...:8000``);
+only resources the catalog lists are reached, so the console is no open proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import quote
+
+import aiohttp
+from multidict import CIMultiDict
+from yarl import URL
+
+from kaos.api import API_VERSION, KIND_OF_SEGMENT, KINDS, MCPSERVER, PLURALS
+from kaos.console.app import send_json
+from kaos.console.catalog import Catalog, CatalogError, key_of
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+    "transfer-encoding", "upgrade", "host",
+}
+DEFAULT_TIMEOUT = 300.0
+
+
+class KubernetesCatalog:
+    """Lists the kaos.tools resources through the Kubernetes API (cluster-wide, or in ``namespaces``)."""
+
+    source = "kubernetes"
+
+    def __init__(self, server: str, token_file: Path | None = None, ca_file: Path | None = None,
+                 namespaces: tuple[str, ...] = (), timeout: float = 10.0):
+        self.server = server.rstrip("/")
+        self.token_file = token_file
+        self.ca_file = ca_file
+        self.namespaces = tuple(namespaces)
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def in_cluster(cls, namespaces: tuple[str, ...] = ()) -> "KubernetesCatalog":
+        """The API server and credentials a pod is given (its ServiceAccount's token and CA)."""
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise CatalogError("not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset); "
+                               "give the API server with --api-server")
+        host = f"[{host}]" if ":" in host else host
+        return cls(f"https://{host}:{port}", SERVICE_ACCOUNT_DIR / "token", SERVICE_ACCOUNT_DIR / "ca.crt", namespaces)
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            context = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else None
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context) if context else None)
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self.token_file is not None:
+            try:  # read every time: the kubelet rotates projected tokens
+                headers["Authorization"] = "Bearer " + self.token_file.read_text().strip()
+            except OSError as error:
+                raise CatalogError(f"cannot read the ServiceAccount token {self.token_file}: {error.strerror}") from None
+        return headers
+
+    def paths(self) -> list[tuple[str, str]]:
+        """(kind, API path) of every list call."""
+        base = f"/apis/{API_VERSION}"
+        if not self.namespaces:
+            return [(kind, f"{base}/{PLURALS[kind]}") for kind in KINDS]
+        return [(kind, f"{base}/namespaces/{quote(ns)}/{PLURALS[kind]}") for ns in self.namespaces for kind in KINDS]
+
+    async def resources(self) -> list[dict]:
+        results = await asyncio.gather(*(self._list(kind, path) for kind, path in self.paths()))
+        return [item for items in results for item in items]
+
+    async def _list(self, kind: str, path: str) -> list[dict]:
+        what = f"{PLURALS[kind]}.{API_VERSION.split('/')[0]}"
+        try:
+            async with self.session.get(self.server + path, headers=self._headers(),
+                                        timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
+                if response.status >= 400:
+                    text = await response.text()
+                    try:
+                        message = (await response.json(content_type=None)).get("message") or text
+                    except ValueError:
+                        message = text
+                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis and mcpservers "
+                            "(charts/kaos with console.enabled grants them)") if response.status in (401, 403) else ""
+                    raise CatalogError(f"the Kubernetes API refused to list {what} "
+                                       f"({response.status} {response.reason}): {message.strip()}{hint}")
+                body = await response.json(content_type=None)
+        except aiohttp.ClientError as error:
+            raise CatalogError(f"cannot reach the Kubernetes API at {self.server}: {error}") from None
+        except asyncio.TimeoutError:
+            raise CatalogError(f"the Kubernetes API at {self.server} did not answer within {self.timeout:g}s") from None
+        items = body.get("items") or []
+        for item in items:  # list items may leave out what they are
+            item.setdefault("apiVersion", API_VERSION)
+            item.setdefault("kind", kind)
+        return items
+
+
+class Target(NamedTuple):
+    url: URL
+    timeout: float | None
+
+
+def parse_route(path: str) -> tuple[str, str, str, str] | None:
+    """``/<ns>/<agent|modelapi|mcp>/<name>[/rest]`` -> (namespace, kind, name, rest), else None."""
+    parts = path.split("/", 4)
+    if len(parts) < 4 or parts[0] or parts[2] not in KIND_OF_SEGMENT or not parts[1] or not parts[3]:
+        return None
+    return parts[1], KIND_OF_SEGMENT[parts[2]], parts[3], "/" + parts[4] if len(parts) == 5 else "/"
+
+
+def upstream(resource: dict, rest: str) -> URL | None:
+    """Where a request for ``rest`` goes: under the resource's ``status.endpoint``. An MCPServer's
+    endpoint is its MCP URL itself (``<base>/mcp``, or ``spec.url``), which ``/mcp`` stands for."""
+    endpoint = ((resource.get("status") or {}).get("endpoint") or "").rstrip("/")
+    if not endpoint:
+        return None
+    if resource.get("kind") == MCPSERVER:
+        if rest == "/mcp":
+            return URL(endpoint)
+        if endpoint.endswith("/mcp"):
+            endpoint = endpoint[: -len("/mcp")]
+    return URL(endpoint + rest)
+
+
+class ServiceProxy:
+    """ASGI handler for the workload paths: forwards to the workload's Service, streaming the answer."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(auto_decompress=False)
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def find(self, path: str) -> tuple[int, str, Target | None]:
+        route = parse_route(path)
+        if route is None:
+            return 404, "paths are /<namespace>/<agent|modelapi|mcp>/<name>/...", None
+        namespace, kind, name, rest = route
+        try:
+            items = await self.catalog.resources()
+        except CatalogError as error:
+            return 502, str(error), None
+        resource = next((item for item in items if key_of(item) == (kind, namespace, name)), None)
+        if resource is None:
+            return 404, f"no {kind} {name!r} in namespace {namespace!r}", None
+        url = upstream(resource, rest)
+        if url is None:
+            status = resource.get("status") or {}
+            phase = status.get("phase", "Pending")
+            message = status.get("message") or ""
+            return 503, f"{kind} {name} has no endpoint yet (phase {phase}){': ' + message if message else ''}", None
+        return 200, "", Target(url, DEFAULT_TIMEOUT)
+
+    async def __call__(self, scope, receive, send) -> None:
+        status, detail, target = await self.find(scope["path"])
+        if target is None:
+            await send_json(send, status, {"error": "not found" if status == 404 else "unavailable", "detail": detail})
+            return
+        if scope["method"] not in ("GET", "HEAD", "POST", "DELETE"):
+            await send_json(send, 405, {"error": f"{scope['method']} is not forwarded"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if message["type"] == "http.disconnect" or not message.get("more_body"):
+                break
+        headers = CIMultiDict((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+                              if k.decode("latin-1").lower() not in HOP_BY_HOP)
+        query = (scope.get("query_string") or b"").decode("latin-1")
+        url = target.url.with_query(query) if query else target.url
+        try:
+            response = await self.session.request(
+                scope["method"], url, headers=headers, data=body or None, allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=target.timeout),
+            )
+        except aiohttp.ClientError as error:
+            await send_json(send, 503, {"error": "unavailable", "detail": f"{url.host} does not answer: {error}"})
+            return
+        except asyncio.TimeoutError:
+            await send_json(send, 504, {"error": "timeout", "detail": f"{url.host} did not answer in time"})
+            return
+        try:
+            await send({"type": "http.response.start", "status": response.status, "headers": [
+                (k, v) for k, v in response.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]})
+            async for chunk in response.content.iter_any():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            pass  # the browser went away
+        finally:
+            response.release()

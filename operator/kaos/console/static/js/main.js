@@ -1,0 +1,82 @@
+// The console's router: #/ overview, #/graph, #/memory[/ns/agent], #/agent/ns/name,
+// #/mcp/ns/name, #/modelapi/ns/name. Each page is a module whose render(main, params)
+// returns a function that stops what it started (polls, requests).
+
+import { h, replace } from './dom.js';
+import * as store from './store.js';
+import * as overview from './pages/overview.js';
+import * as graph from './pages/graph.js';
+import * as agent from './pages/agent.js';
+import * as memory from './pages/memory.js';
+import * as mcp from './pages/mcp.js';
+import * as modelapi from './pages/modelapi.js';
+
+const ROUTES = [
+  [/^#?\/?$/, overview, 'overview'],
+  [/^#\/graph$/, graph, 'graph'],
+  [/^#\/memory(?:\/([^/]+)\/([^/]+))?$/, memory, 'memory'],
+  [/^#\/agent\/([^/]+)\/([^/]+)$/, agent, 'overview'],
+  [/^#\/mcp\/([^/]+)\/([^/]+)$/, mcp, 'overview'],
+  [/^#\/modelapi\/([^/]+)\/([^/]+)$/, modelapi, 'overview'],
+];
+
+const main = document.getElementById('main');
+const notice = document.getElementById('notice');
+const source = document.getElementById('source');
+let stop = null;
+let current = null;
+
+function route() {
+  const hash = location.hash;
+  if (hash && !hash.startsWith('#/')) return;  // an in-page anchor (the skip link): not a page change
+  if (hash === current) return;
+  current = hash;
+  if (stop) { try { stop(); } catch (error) { console.error(error); } stop = null; }
+  const found = ROUTES.map(([pattern, page, nav]) => [hash.match(pattern), page, nav]).find(([match]) => match);
+  main.replaceChildren();
+  if (!found) {
+    replace(main, h('h1', { tabindex: '-1' }, 'Page not found'),
+      h('p', {}, 'There is no page at ', h('code', {}, hash), '. ', h('a', { href: '#/' }, 'Go to the overview'), '.'));
+    focusHeading(hash);
+    return;
+  }
+  const [match, page, nav] = found;
+  for (const link of document.querySelectorAll('[data-nav]')) {
+    if (link.dataset.nav === nav && (nav !== 'overview' || hash === '' || hash === '#/')) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const params = match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part)));
+  try {
+    stop = page.render(main, ...params) || null;
+  } catch (error) {
+    replace(main, h('h1', { tabindex: '-1' }, 'This page failed'), h('p', { class: 'error' }, `The console could not show this page: ${error.message}`));
+  }
+  focusHeading(hash);
+}
+
+function focusHeading(hash) {
+  const heading = main.querySelector('h1');
+  if (heading) {
+    heading.setAttribute('tabindex', '-1');
+    document.title = `${heading.textContent} · KAOS console`;
+    if (hash) heading.focus({ preventScroll: false });
+  }
+}
+
+store.subscribe((state) => {
+  if (state.error) {
+    notice.hidden = false;
+    notice.textContent = `${state.error} The console keeps trying.`;
+  } else {
+    notice.hidden = true;
+    notice.textContent = '';
+  }
+  if (state.source) {
+    source.textContent = state.source === 'local'
+      ? 'Local control plane (kaos up)' : `Cluster (${state.source} API)`;
+  }
+});
+
+window.addEventListener('hashchange', route);
+store.start();
+route();

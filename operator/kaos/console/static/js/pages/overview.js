@@ -1,0 +1,79 @@
+// Overview: every ModelAPI, MCPServer and Agent per namespace, with phase, readiness,
+// endpoint and the status message when not Ready; it follows the polled list live.
+
+import { badge, h, keepFocus, replace } from '../dom.js';
+import { KIND_WORD, SEGMENT } from '../api.js';
+import * as store from '../store.js';
+
+export function pageOf(item) {
+  return `#/${SEGMENT[item.kind]}/${encodeURIComponent(item.metadata?.namespace || 'default')}/${encodeURIComponent(item.metadata?.name)}`;
+}
+
+function summaryOf(item) {
+  const spec = item.spec || {};
+  if (item.kind === 'Agent') return `model ${spec.model || '(from its ModelAPI)'} via ${spec.modelAPI}`;
+  if (item.kind === 'ModelAPI') {
+    if (spec.mode === 'Hosted') return `Hosted: ${spec.hostedConfig?.model || ''}`;
+    const models = spec.proxyConfig?.models || (spec.proxyConfig?.model ? [spec.proxyConfig.model] : []);
+    return `Proxy: ${models.join(', ') || 'any model'}`;
+  }
+  const tools = item.status?.tools || [];
+  return `${spec.url ? 'external' : spec.runtime}${tools.length ? `; tools: ${tools.join(', ')}` : ''}`;
+}
+
+function row(item) {
+  const status = item.status || {};
+  const health = item.health || {};
+  const name = item.metadata?.name;
+  const key = store.key(item);
+  const message = health.state === 'ready' ? '' : (health.detail || status.message || '');
+  return h('tr', { 'data-resource': key, 'data-state': health.state },
+    h('td', {}, item.kind),
+    h('th', { scope: 'row' }, h('a', { href: pageOf(item), 'data-key': `link:${key}`, 'aria-label': `${KIND_WORD[item.kind]} ${name}` }, name)),
+    h('td', {}, badge(health), status.phase && status.phase !== health.label ? h('span', { class: 'muted' }, ` (${status.phase})`) : null),
+    h('td', {}, status.ready ? 'yes' : 'no', status.replicas !== undefined ? h('span', { class: 'muted' }, ` ${status.readyReplicas || 0}/${status.replicas || 0}`) : null),
+    h('td', { class: 'mono' }, status.endpoint || '—'),
+    h('td', {}, summaryOf(item)),
+    h('td', { class: 'message' }, message),
+  );
+}
+
+export function render(main) {
+  const counts = h('div', { class: 'summary', 'aria-live': 'polite' });
+  const body = h('div');
+  const updated = h('p', { class: 'hint' });
+  replace(main,
+    h('h1', {}, 'Overview'),
+    h('p', { class: 'muted' }, 'Every model API, MCP server and agent, with its status. This page follows changes live.'),
+    counts, body, updated);
+  let last = '';
+  const unsubscribe = store.subscribe((state) => {
+    if (state.updated) updated.textContent = `Last updated ${state.updated.toLocaleTimeString()}.`;
+    if (!state.loaded) return;
+    const signature = JSON.stringify(state.items.map((item) => [store.key(item), item.status, item.health, item.spec]));
+    if (signature === last) return;
+    last = signature;
+    const byState = {};
+    for (const item of state.items) byState[item.health?.label || 'Unknown'] = (byState[item.health?.label || 'Unknown'] || 0) + 1;
+    replace(counts, h('span', {}, `${state.items.length} resource${state.items.length === 1 ? '' : 's'}:`),
+      Object.entries(byState).map(([label, n]) => h('span', {}, `${n} ${label}`)).flatMap((el, i) => (i ? [', ', el] : [el])));
+    keepFocus(() => {
+      if (!state.items.length) {
+        replace(body, h('p', {}, 'No resources yet. Apply manifests with ', h('code', {}, 'kaos apply -f <folder>'),
+          ' (or ', h('code', {}, 'kubectl apply -f'), ' in a cluster); they appear here as they start.'));
+        return;
+      }
+      replace(body, store.namespaces().map((namespace) => {
+        const items = state.items.filter((item) => (item.metadata?.namespace || 'default') === namespace);
+        const id = `ns-${namespace}`;
+        return h('section', { 'aria-labelledby': id, 'data-namespace': namespace },
+          h('h2', { id }, `Namespace ${namespace}`),
+          h('table', {},
+            h('caption', { class: 'muted' }, `${items.length} resources in ${namespace}`),
+            h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Status', 'Ready', 'Endpoint', 'What', 'Message'].map((c) => h('th', { scope: 'col' }, c)))),
+            h('tbody', {}, items.map(row))));
+      }));
+    });
+  });
+  return unsubscribe;
+}
