@@ -22,7 +22,7 @@ from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
 from .errors import describe
 from .http import HttpClient
 from .mcp_client import ToolCatalog
-from .memory import Memory, new_session_id
+from .memory import MemoryUnavailable, create_memory, new_session_id
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
 from .settings import AgentSettings
@@ -62,7 +62,7 @@ class Runtime:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.http = HttpClient()
-        self.memory = Memory(config.memory)
+        self.memory = create_memory(config.memory, config.name)
         self.model = ModelClient(config)
         self.tools = ToolCatalog(config.mcp_servers, config.tool_timeout)
         self.peers = PeerDirectory(config.peers, self.http, config.peer_timeout)
@@ -97,6 +97,7 @@ class Runtime:
         await self.tools.close()
         await self.model.close()
         await self.http.close()
+        await self.memory.close()
         self.telemetry.shutdown()
 
 
@@ -128,6 +129,11 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     @app.exception_handler(BadRequest)
     async def bad_request(_: Request, error: BadRequest) -> Response:
         return _json({"detail": error.detail}, error.status)
+
+    @app.exception_handler(MemoryUnavailable)
+    async def memory_unavailable(_: Request, error: MemoryUnavailable) -> Response:
+        # A shared memory that cannot be reached: a clear 503 the client may retry, never a 500.
+        return _json({"detail": f"{error}; try again shortly"}, 503, headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, error: Exception) -> Response:
@@ -180,7 +186,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     async def memory_events(request: Request) -> Response:
         query = request.query_params
         limit = parse_limit(query.get("limit"))
-        events, total = runtime.memory.events(
+        events, total = await runtime.memory.events(
             limit=DEFAULT_EVENTS_LIMIT if limit is None else limit,
             session_id=query.get("session_id") or None,
             event_type=query.get("event_type") or None,
@@ -188,7 +194,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         return _json({"agent": config.name, "events": events, "total": total})
 
     async def memory_sessions(_: Request) -> Response:
-        sessions = runtime.memory.sessions()
+        sessions = await runtime.memory.sessions()
         return _json({"agent": config.name, "sessions": sessions, "total": len(sessions)})
 
     route("/health", health, methods=["GET"])

@@ -74,8 +74,8 @@ class Agent:
     async def run(self, request: LoopRequest) -> Answer:
         session = request.session_id
         event_type, text = incoming_event(request.messages)
-        history = self.memory.history(session, self.config.memory.context_limit) if request.continued else []
-        self.memory.record(session, event_type, text, {"depth": request.depth})
+        history = await self.memory.history(session, self.config.memory.context_limit) if request.continued else []
+        await self.memory.record(session, event_type, text, {"depth": request.depth})
         await self.tools.refresh_if_incomplete()
         await self.peers.refresh_if_incomplete()
         prompt = system_prompt(self.config.instructions, self.tools.skills(), self.peers.describe())
@@ -86,21 +86,21 @@ class Agent:
             try:
                 reply = await self._call_model(messages, step)
             except ModelError as error:
-                self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
+                await self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer.content = f"The model call failed: {error}"
-                self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
+                await self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
                 return answer
             answer.add(reply)
             action = find_action(reply.content)
             if action is None:
-                self.memory.record(session, "agent_response", reply.content, {"step": step})
+                await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content
                 return answer
             messages.append({"role": "assistant", "content": reply.content})
             messages.append({"role": "user", "content": await self._act(action, request, conversation)})
         answer.content = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
                           "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
-        self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
+        await self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
         return answer
 
     async def _call_model(self, messages: list[dict], step: int) -> ModelReply:
@@ -120,19 +120,19 @@ class Agent:
         if isinstance(action, Delegation):
             return await self._delegate(action, request, conversation)
         assert isinstance(action, BadBlock)
-        self.memory.record(session, "error", action.problem, {"block": action.kind})
+        await self.memory.record(session, "error", action.problem, {"block": action.kind})
         return f"Your {action.kind} block could not be used: {action.problem}"
 
     async def _call_tool(self, call: ToolCall, session: str) -> str:
-        self.memory.record(session, "tool_call", {"tool": call.tool, "arguments": call.arguments})
+        await self.memory.record(session, "tool_call", {"tool": call.tool, "arguments": call.arguments})
         with self.telemetry.span("tool.call", {"kaos.tool": call.tool}, client=True) as span:
             try:
                 result = await self.tools.call(call.tool, call.arguments)
             except ToolError as error:
                 self.telemetry.failed(span, str(error))
-                self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
+                await self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
                 return f"Tool {call.tool} failed: {error}"
-        self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
+        await self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
         return f"Result of tool {call.tool}:\n{result}"
 
     async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict]) -> str:
@@ -146,9 +146,9 @@ class Agent:
             refusal = (f"delegation depth limit reached ({self.config.max_delegation_depth}, "
                        "MAX_DELEGATION_DEPTH); answer without delegating")
         if refusal is not None:
-            self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": refusal})
+            await self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": refusal})
             return f"Delegation to {agent} refused: {refusal}"
-        self.memory.record(session, "delegation_request", {"agent": agent, "task": delegation.task})
+        await self.memory.record(session, "delegation_request", {"agent": agent, "task": delegation.task})
         limit = self.config.memory.context_limit
         context = [m for m in conversation if m["role"] in ("user", "assistant")][-limit:] if limit else []
         messages = context + [{"role": DELEGATION_ROLE, "content": delegation.task}]
@@ -159,8 +159,8 @@ class Agent:
                                                      self.telemetry.inject({}))
             except DelegationError as error:
                 self.telemetry.failed(span, str(error))
-                self.memory.record(session, "delegation_error",
+                await self.memory.record(session, "delegation_error",
                                    {"agent": agent, "task": delegation.task, "error": str(error)})
                 return f"Delegation to {agent} failed: {error}"
-        self.memory.record(session, "delegation_response", {"agent": agent, "response": response})
+        await self.memory.record(session, "delegation_response", {"agent": agent, "response": response})
         return f"Response from agent {agent}:\n{response}"

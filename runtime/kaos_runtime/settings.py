@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 CARD_SUFFIXES = ("/.well-known/agent.json", "/.well-known/agent")
@@ -51,6 +51,8 @@ def _log_level(value: Any) -> Any:
 Trimmed = Annotated[str, BeforeValidator(_trimmed)]
 Flag = Annotated[bool, BeforeValidator(_trimmed)]  # true/false, yes/no, on/off, 1/0, any case
 ModelClientName = Annotated[Literal["direct", "acompletion"], BeforeValidator(lambda v: _trimmed(v).lower())]
+MemoryBackend = Annotated[Literal["local", "redis"], BeforeValidator(lambda v: _trimmed(v).lower())]
+REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 LogLevel = Annotated[str, BeforeValidator(_log_level)]
 
 
@@ -89,6 +91,7 @@ _PROBLEMS = {
     "float_parsing": "must be a number",
     "bool_parsing": "must be true or false",
     "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
     "less_than_equal": "must be at most {le}",
     "literal_error": "must be {expected}",
 }
@@ -143,6 +146,23 @@ class MemorySettings(_Settings):
     context_limit: int = Field(6, ge=0, validation_alias="MEMORY_CONTEXT_LIMIT")
     max_sessions: int = Field(1000, ge=1, validation_alias="MEMORY_MAX_SESSIONS")
     max_session_events: int = Field(500, ge=1, validation_alias="MEMORY_MAX_SESSION_EVENTS")
+    # Where events live: "local" (this process) or "redis" (shared by replicas, kept across restarts).
+    backend: MemoryBackend = Field("local", validation_alias="MEMORY_BACKEND")
+    redis_url: SecretStr = Field("", validation_alias="REDIS_URL")
+    # Keys are <prefix>:sessions, <prefix>:seq, <prefix>:session:<id>; empty: kaos:agent:<AGENT_NAME>.
+    key_prefix: Trimmed = Field("", validation_alias="MEMORY_KEY_PREFIX")
+    # A session idle this long is forgotten (Redis expires its keys); 0: never.
+    ttl_seconds: int = Field(0, ge=0, validation_alias="MEMORY_TTL_SECONDS")
+    redis_timeout: float = Field(2.0, gt=0, validation_alias="MEMORY_REDIS_TIMEOUT_SECONDS")
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> "MemorySettings":
+        url = self.redis_url.get_secret_value().strip()
+        if self.backend == "redis" and not url:
+            raise ValueError("REDIS_URL is not set (MEMORY_BACKEND=redis needs it, e.g. redis://127.0.0.1:6379/0)")
+        if url and not url.startswith(REDIS_URL_SCHEMES):
+            raise ValueError(f"REDIS_URL must start with {', '.join(REDIS_URL_SCHEMES)}")
+        return self
 
 
 class AgentSettings(_Settings):

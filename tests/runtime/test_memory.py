@@ -1,27 +1,177 @@
-"""kaos_runtime.memory: the bounded event store."""
+"""kaos_runtime.memory: one suite, run against both backends (local and a real redis-server)."""
 
 from __future__ import annotations
 
-from kaos_runtime.memory import Memory
-from kaos_runtime.settings import MemorySettings
+import asyncio
+import itertools
+
+import pytest
+
+from kaos_runtime.memory import Memory, MemoryUnavailable, create_memory
+from kaos_runtime.memory.local import LocalMemory
+from kaos_runtime.memory.redis_store import RedisMemory
+from kaos_runtime.settings import ConfigError, MemorySettings
+from tests.support.polling import eventually
+from tests.support.redis_server import RedisServer
+
+_prefixes = itertools.count()
 
 
-def test_memory_bounds_filters_and_total():
-    memory = Memory(MemorySettings(max_sessions=2, max_session_events=3))
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["local", "redis"])
+def make_memory(request):
+    """make_memory(**settings) -> a Memory of the parametrized backend (a fresh key prefix each)."""
+    def make(**settings) -> Memory:
+        if request.param == "redis":
+            server = request.getfixturevalue("redis_server")
+            settings = {"backend": "redis", "redis_url": server.url,
+                        "key_prefix": f"test:{next(_prefixes)}", **settings}
+        return create_memory(MemorySettings(**settings), "tester")
+
+    return make
+
+
+async def test_bounds_filters_and_total(make_memory):
+    memory = make_memory(max_sessions=2, max_session_events=3)
     for index in range(5):
-        memory.record("s1", "user_message", f"m{index}")
-    memory.record("s2", "agent_response", "a")
-    events, total = memory.events(session_id="s1")
+        await memory.record("s1", "user_message", f"m{index}")
+    await memory.record("s2", "agent_response", "a")
+    events, total = await memory.events(session_id="s1")
     assert [e["content"] for e in events] == ["m2", "m3", "m4"] and total == 3
-    memory.record("s3", "user_message", "x")
-    assert memory.sessions() == ["s2", "s3"]
-    events, total = memory.events(limit=1)
+    await memory.record("s3", "user_message", "x")
+    assert await memory.sessions() == ["s2", "s3"]
+    events, total = await memory.events(limit=1)
     assert total == 2 and events[0]["content"] == "x"
-    assert memory.events(event_type="agent_response")[1] == 1
-    assert memory.events(limit=0) == ([], 2)
+    assert (await memory.events(event_type="agent_response"))[1] == 1
+    assert await memory.events(limit=0) == ([], 2)
+    assert await memory.events(session_id="nobody") == ([], 0)
+    await memory.close()
 
 
-def test_memory_disabled_records_nothing():
-    memory = Memory(MemorySettings(enabled=False))
-    memory.record("s", "user_message", "x")
-    assert memory.events() == ([], 0) and memory.sessions() == []
+async def test_order_across_sessions_and_least_recently_active_first(make_memory):
+    memory = make_memory()
+    await memory.record("a", "user_message", "a1")
+    await memory.record("b", "user_message", "b1")
+    await memory.record("a", "agent_response", "a2", {"step": 1})
+    await memory.record("c", "tool_call", {"tool": "t", "arguments": {"x": 1}})
+    events, total = await memory.events()
+    assert total == 4 and [e["content"] for e in events] == ["a1", "b1", "a2", {"tool": "t", "arguments": {"x": 1}}]
+    assert events[2]["metadata"] == {"session_id": "a", "step": 1}
+    assert set(events[0]) == {"event_id", "timestamp", "event_type", "content", "metadata"}
+    assert len({e["event_id"] for e in events}) == 4
+    assert await memory.sessions() == ["b", "a", "c"]
+    newest, total = await memory.events(limit=2, event_type="user_message")
+    assert total == 2 and [e["content"] for e in newest] == ["a1", "b1"]
+    newest, total = await memory.events(limit=1, session_id="a", event_type="user_message")
+    assert total == 1 and [e["content"] for e in newest] == ["a1"]
+    await memory.close()
+
+
+async def test_history_is_the_last_turns(make_memory):
+    memory = make_memory()
+    await memory.record("s", "user_message", "hello")
+    await memory.record("s", "tool_call", {"tool": "t"})
+    await memory.record("s", "agent_response", "hi")
+    await memory.record("s", "task_delegation_received", "do it")
+    await memory.record("s", "agent_response", "done")
+    assert await memory.history("s", 3) == [
+        {"role": "assistant", "content": "hi"}, {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": "done"},
+    ]
+    assert len(await memory.history("s", 10)) == 4
+    assert await memory.history("s", 0) == [] and await memory.history("other", 5) == []
+    await memory.close()
+
+
+async def test_disabled_records_nothing(make_memory):
+    memory = make_memory(enabled=False)
+    await memory.record("s", "user_message", "x")
+    assert await memory.events() == ([], 0) and await memory.sessions() == []
+    assert await memory.history("s", 5) == []
+    await memory.close()
+
+
+async def test_concurrent_writers_lose_nothing_and_keep_their_order(make_memory):
+    memory = make_memory(max_session_events=1000)
+
+    async def writer(name: str) -> None:
+        for index in range(50):
+            await memory.record("shared", "user_message", f"{name}-{index}")
+
+    await asyncio.gather(*(writer(f"w{n}") for n in range(4)))
+    events, total = await memory.events(limit=None, session_id="shared")
+    assert total == 200
+    for name in (f"w{n}" for n in range(4)):
+        mine = [e["content"] for e in events if e["content"].startswith(name + "-")]
+        assert mine == [f"{name}-{index}" for index in range(50)]
+    await memory.close()
+
+
+def test_backend_is_chosen_by_settings(redis_server):
+    assert isinstance(create_memory(MemorySettings(), "a"), LocalMemory)
+    redis_memory = create_memory(MemorySettings(backend="redis", redis_url=redis_server.url), "a")
+    assert isinstance(redis_memory, RedisMemory) and redis_memory.prefix == "kaos:agent:a"
+
+
+def test_redis_settings_errors_name_the_variable():
+    with pytest.raises(ConfigError, match="REDIS_URL is not set"):
+        MemorySettings.from_env({"MEMORY_BACKEND": "redis"})
+    with pytest.raises(ConfigError, match="REDIS_URL must start with redis://"):
+        MemorySettings.from_env({"MEMORY_BACKEND": "redis", "REDIS_URL": "http://x"})
+    with pytest.raises(ConfigError, match="MEMORY_BACKEND must be 'local' or 'redis'"):
+        MemorySettings.from_env({"MEMORY_BACKEND": "postgres"})
+    with pytest.raises(ConfigError, match="MEMORY_TTL_SECONDS must be at least 0"):
+        MemorySettings.from_env({"MEMORY_TTL_SECONDS": "-1"})
+    settings = MemorySettings.from_env({"MEMORY_BACKEND": " Redis ", "REDIS_URL": "redis://u:secret@h:1/2",
+                                        "MEMORY_TTL_SECONDS": "60", "MEMORY_KEY_PREFIX": "kaos:ns:agent:a"})
+    assert (settings.backend, settings.ttl_seconds, settings.key_prefix) == ("redis", 60, "kaos:ns:agent:a")
+    assert "secret" not in repr(settings)
+
+
+async def test_redis_keys_bounded_and_ttl_expires_sessions(redis_server):
+    memory = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:bounded",
+                                        max_sessions=5, max_session_events=4), "a")
+    for index in range(40):
+        await memory.record(f"s{index}", "user_message", "x" * 100)
+        await memory.record(f"s{index}", "agent_response", "y")
+    keys = redis_server.keys("test:bounded:*")
+    assert len(keys) == 5 + 2, keys
+    assert await memory.sessions() == [f"s{index}" for index in range(35, 40)]
+    await memory.close()
+
+    expiring = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:ttl",
+                                          ttl_seconds=1), "a")
+    await expiring.record("old", "user_message", "x")
+    assert 0 < int(redis_server.command("PTTL", "test:ttl:session:old")) <= 1000
+    redis_server.command("PEXPIRE", "test:ttl:session:old", "1")  # as if a second had passed
+    await eventually(lambda: redis_server.command("EXISTS", "test:ttl:session:old") == 0, 5, what="expiry")
+    await expiring.record("new", "user_message", "y")
+    assert await expiring.sessions() == ["new"]
+    assert (await expiring.events())[1] == 1
+    await expiring.close()
+
+
+async def test_redis_unreachable_is_memory_unavailable_then_an_error_event(tmp_path):
+    server = RedisServer(tmp_path / "redis").start()
+    memory = RedisMemory(MemorySettings(backend="redis", redis_url=server.url, redis_timeout=1), "a")
+    try:
+        await memory.record("s", "user_message", "before")
+        server.stop()
+        with pytest.raises(MemoryUnavailable, match=r"agent memory unavailable: Redis at 127\.0\.0\.1:\d+/0"):
+            await memory.record("s", "user_message", "during")
+        with pytest.raises(MemoryUnavailable):
+            await memory.events()
+        server = RedisServer(tmp_path / "redis", port=server.port).start()
+        await memory.record("s", "user_message", "after")
+        events, total = await memory.events(session_id="s")
+        assert [e["event_type"] for e in events] == ["error", "user_message"]
+        assert "unavailable" in events[0]["content"] and events[0]["metadata"]["memory"] == "unavailable"
+    finally:
+        await memory.close()
+        server.stop()

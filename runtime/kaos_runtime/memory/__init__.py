@@ -1,0 +1,136 @@
+"""Agent memory: sessions of events, bounded, behind one interface with two backends.
+
+- ``local`` (``LocalMemory``, the default): in this process; gone when the process ends.
+- ``redis`` (``RedisMemory``): in Redis, shared by every replica of the agent and kept across
+  restarts (``MEMORY_BACKEND=redis``, ``REDIS_URL``).
+
+Both give the same answers: events per session in the order they were recorded, at most
+``MEMORY_MAX_SESSIONS`` sessions (the least recently active dropped first) and
+``MEMORY_MAX_SESSION_EVENTS`` events per session (the oldest dropped first), ``events()``
+returning the newest ``limit`` matching events (oldest first) with the total that match.
+A backend that cannot be reached raises ``MemoryUnavailable`` (the HTTP layer answers 503).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from abc import ABC, abstractmethod
+from datetime import datetime, timezone
+from typing import Any
+
+from ..settings import MemorySettings
+
+EVENT_TYPES = (
+    "user_message",
+    "task_delegation_received",
+    "tool_call",
+    "tool_result",
+    "delegation_request",
+    "delegation_response",
+    "delegation_error",
+    "agent_response",
+    "error",
+)
+# The events that make up the conversation given back to the model for a continued session.
+TURN_ROLES = {"user_message": "user", "task_delegation_received": "user", "agent_response": "assistant"}
+
+_PROCESS_PREFIX = uuid.uuid4().hex[:12]
+_event_numbers = itertools.count(1)
+
+
+def new_session_id() -> str:
+    return "session-" + uuid.uuid4().hex[:16]
+
+
+def new_event_id() -> str:
+    """Unique across processes (random prefix) without a random draw per event."""
+    return f"{_PROCESS_PREFIX}-{next(_event_numbers)}"
+
+
+def make_event(session_id: str, event_type: str, content: Any, metadata: dict | None = None) -> dict:
+    return {
+        "event_id": new_event_id(),
+        "timestamp": datetime.now(timezone.utc).isoformat(),
+        "event_type": event_type,
+        "content": content,
+        "metadata": {"session_id": session_id, **(metadata or {})},
+    }
+
+
+def turns(events: list[dict], limit: int) -> list[dict]:
+    """The last ``limit`` conversation turns among ``events`` (oldest first) as chat messages."""
+    found = [{"role": TURN_ROLES[e["event_type"]], "content": str(e["content"])}
+             for e in events if e["event_type"] in TURN_ROLES]
+    return found[-limit:] if limit > 0 else []
+
+
+class MemoryUnavailable(Exception):
+    """The memory backend cannot be reached; the message says which and why (no secrets)."""
+
+
+class Memory(ABC):
+    """The interface of every backend. ``MEMORY_ENABLED=false`` makes each one record nothing."""
+
+    backend = ""
+
+    def __init__(self, config: MemorySettings) -> None:
+        self.config = config
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    async def record(self, session_id: str, event_type: str, content: Any, metadata: dict | None = None) -> None:
+        if self.config.enabled:
+            await self._record(session_id, make_event(session_id, event_type, content, metadata))
+
+    async def events(self, limit: int | None = None, session_id: str | None = None,
+                     event_type: str | None = None) -> tuple[list[dict], int]:
+        """The newest ``limit`` matching events (oldest first) and how many match in total."""
+        if not self.config.enabled:
+            return [], 0
+        if limit is not None and limit <= 0:
+            return [], (await self._events(0, session_id, event_type))[1]
+        return await self._events(limit, session_id, event_type)
+
+    async def sessions(self) -> list[str]:
+        """Session ids, least recently active first."""
+        return await self._sessions() if self.config.enabled else []
+
+    async def history(self, session_id: str, limit: int) -> list[dict]:
+        """The last ``limit`` conversation turns of a session as chat messages."""
+        if not self.config.enabled or limit <= 0:
+            return []
+        return await self._history(session_id, limit)
+
+    async def close(self) -> None:
+        """Release connections (the local backend holds none)."""
+
+    @abstractmethod
+    async def _record(self, session_id: str, event: dict) -> None: ...
+
+    @abstractmethod
+    async def _events(self, limit: int | None, session_id: str | None,
+                      event_type: str | None) -> tuple[list[dict], int]: ...
+
+    @abstractmethod
+    async def _sessions(self) -> list[str]: ...
+
+    @abstractmethod
+    async def _history(self, session_id: str, limit: int) -> list[dict]: ...
+
+
+def create_memory(config: MemorySettings, agent_name: str) -> Memory:
+    """The backend ``MEMORY_BACKEND`` names (redis is imported only when asked for)."""
+    if config.backend == "redis":
+        from .redis_store import RedisMemory
+
+        return RedisMemory(config, agent_name)
+    from .local import LocalMemory
+
+    return LocalMemory(config)
+
+
+__all__ = ["EVENT_TYPES", "Memory", "MemoryUnavailable", "create_memory", "make_event", "new_event_id",
+           "new_session_id", "turns"]
