@@ -8,6 +8,7 @@ folder and the helm program come from the settings (``KAOS_CHARTS_DIR``, ``KAOS_
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -41,6 +42,11 @@ def _helm_message(error: helm_errors.Error) -> str:
     lines = [line.replace(HELM_DEBUG_HINT, "").strip() for line in lines]
     message = " ".join(lines)[:MESSAGE_LIMIT]
     return message or f"helm exited with code {error.returncode}"
+
+
+def _as_json(data: Any) -> str:
+    """A canonical form, so that YAML- and JSON-parsed copies of the same values compare equal."""
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 class Helm:
@@ -92,6 +98,29 @@ class Helm:
             f"upgrade --install {release}",
         )
         return revision.revision
+
+    async def deployed_revision(self, chart_name: str, release: str, namespace: str, values: dict) -> int | None:
+        """The release's current revision when an upgrade would change nothing: it is deployed,
+        with exactly these values, and its objects are the ones the chart renders now. None
+        otherwise (also when the release does not exist).
+
+        Lets a restarted operator resume without writing a new revision of every release.
+        """
+        try:
+            current = await self.client.get_current_revision(release, namespace=namespace)
+        except helm_errors.ReleaseNotFoundError:
+            return None
+        except helm_errors.Error as error:
+            raise HelmError(_helm_message(error), f"status {release}") from None
+        if current.status != pyhelm3.ReleaseRevisionStatus.DEPLOYED:
+            return None
+        deployed_values = await self._call(current.values(), f"get values {release}")
+        if _as_json(deployed_values or {}) != _as_json(values):
+            return None
+        deployed = [obj for obj in await self._call(current.resources(), f"status {release}") if obj]
+        if _as_json(deployed) != _as_json(await self.render(chart_name, release, namespace, values)):
+            return None
+        return current.revision
 
     async def uninstall(self, release: str, namespace: str) -> None:
         """``helm uninstall``; a release that does not exist counts as uninstalled."""

@@ -70,14 +70,25 @@ def test_deleting_a_namespace_with_resources_does_not_wedge(cluster, operator, n
 
 
 def test_an_operator_restart_resumes_without_duplicate_releases(cluster, operator, namespace):
-    apply(cluster, namespace, MODELAPI, agent("steady"))
-    wait_ready(cluster, "Agent", "steady", namespace)
+    apply(cluster, namespace, MODELAPI, agent("steady"), agent("edited-while-down"))
+    for name in ("steady", "edited-while-down"):
+        wait_ready(cluster, "Agent", name, namespace)
     before = releases(cluster, namespace)
+    operator.stop()
+    apply(cluster, namespace, agent("edited-while-down", instructions="Changed while the operator was down."))
     operator.restart()
+
+    wait_until(lambda: releases(cluster, namespace)["agent-edited-while-down"] == 2, 30, interval=0.1,
+               what="the edit made while the operator was down applied")
+    # What did not change gets no new revision: the operator compares with the deployed release.
+    for release in ("agent-steady", "modelapi-llm"):
+        wait_until(lambda: f"release {release} is up to date" in operator.tail(10_000), 30, interval=0.1,
+                   what=f"the restarted operator to find {release} up to date")
+    assert releases(cluster, namespace) == {**before, "agent-edited-while-down": 2}
+
     apply(cluster, namespace, agent("after-restart"))
     wait_ready(cluster, "Agent", "after-restart", namespace)
-    after = releases(cluster, namespace)
-    assert set(after) == set(before) | {"agent-after-restart"}
+    assert set(releases(cluster, namespace)) == set(before) | {"agent-after-restart"}
     assert wait_ready(cluster, "Agent", "steady", namespace)
 
 

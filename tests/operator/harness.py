@@ -50,6 +50,11 @@ class RecordingBackend:
                     await self._put_deployment(client, namespace, obj)
         return sum(1 for call in self.calls if call.release == release and call.action == "apply")
 
+    async def deployed_revision(self, chart: str, release: str, namespace: str, values: dict) -> None:
+        """This harness keeps no release history: every first reconcile applies (tests/cluster
+        covers resuming against real releases)."""
+        return None
+
     async def uninstall(self, release: str, namespace: str) -> None:
         self.calls.append(HelmCall("uninstall", release, namespace))
         async with httpx.AsyncClient(base_url=self.api_url) as client:

@@ -1,4 +1,7 @@
-"""Nothing is lost on operator restart: resume re-applies every release, status is kept."""
+"""Nothing is lost on operator restart: resume applies what changed while it was down, status is kept.
+
+(Against kmock no release history exists, so every release is applied again; tests/cluster shows that
+unchanged releases get no new revision on a real cluster.)"""
 
 from tests.operator.test_lifecycle import agent, proxy_api
 from tests.support.polling import eventually

@@ -2,8 +2,10 @@
 
 Called by the kopf change handlers (force=True) and by each resource's resync timer
 (force=False). Helm runs only when the chart values differ from the last successful run in
-this process (always after a restart); the timer also waits out the backoff after a helm
-failure, while a change handler (a kopf retry, or the user's edit) tries at once.
+this process; the first time in a process (after a restart) only when the deployed release
+differs (its values or the objects the chart renders now); the timer also waits out the
+backoff after a helm failure, while a change handler (a kopf retry, or the user's edit) tries
+at once.
 
 The timer and the change handlers run concurrently on the same object (a timer's first tick
 comes at once, alongside the creation or resume handler), each with a body taken before the
@@ -150,6 +152,9 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
         return None
     if not force and state.backoff.blocked(ref):
         return state.failures.get(ref)
+    if ref not in state.applied and values is not None and await _already_deployed(ref, current, state, logger):
+        state.applied[ref] = copy.deepcopy(values)
+        return None
     command = f"upgrade --install {current.release}" if values is not None else f"uninstall {current.release}"
     try:
         if values is None:
@@ -168,6 +173,19 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
     state.failures.pop(ref, None)
     state.backoff.succeed(ref)
     return None
+
+
+async def _already_deployed(ref: Ref, current: Plan, state: OperatorState, logger) -> bool:
+    """First reconcile in this process (a start or restart): is the release already what the plan asks for?"""
+    try:
+        revision = await state.backend.deployed_revision(current.chart, current.release, ref.namespace, current.values)
+    except Exception as error:  # the upgrade that follows retries and reports helm's trouble
+        logger.info(f"release {current.release}: cannot compare with the deployed revision ({error}); upgrading")
+        return False
+    if revision is None:
+        return False
+    logger.info(f"release {current.release} is up to date (revision {revision})")
+    return True
 
 
 def _now() -> str:
