@@ -10,7 +10,7 @@ import * as store from '../store.js';
 import { pageOf } from './overview.js';
 
 export const RECENT_MINUTES = 10;
-const W = 200, H = 58, COLUMN = 290, ROW = 84, MARGIN = 30, TOP = 46;
+const W = 200, H = 58, COLUMN = 330, ROW = 84, MARGIN = 30, TOP = 46;
 
 function nsOf(item) { return item.metadata?.namespace || 'default'; }
 
@@ -93,7 +93,7 @@ function edgePath(a, b, lane) {
 function draw(namespace, graphModel, recent) {
   const { nodes, edges } = graphModel;
   const { position, width, height, last, lane } = layout(graphModel);
-  const marker = (id, colour) => svg('marker', { id, viewBox: '0 0 10 10', refX: '9', refY: '5', markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse' },
+  const marker = (id, colour) => svg('marker', { id, viewBox: '0 0 10 10', refX: '9', refY: '5', markerWidth: '12', markerHeight: '12', markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
     svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: colour }));
   const defs = svg('defs', {}, marker(`arrow-${namespace}`, '#6e7781'), marker(`arrow-recent-${namespace}`, '#8250df'));
   const titles = [];
@@ -114,7 +114,7 @@ function draw(namespace, graphModel, recent) {
       svg('path', { class: classes, d, 'marker-end': `url(#arrow${count ? '-recent' : ''}-${namespace})`,
         'data-edge': `${namespace}/${fromName}->${namespace}/${toName}`, 'data-type': edge.type, 'data-recent': String(count) },
       svg('title', { text: `${fromName} ${edge.type === 'delegates' ? 'may delegate to' : edge.type === 'tools' ? 'uses the tools of' : 'uses the model API'} ${toName}${count ? ` (${count} delegation${count > 1 ? 's' : ''} in the last ${RECENT_MINUTES} minutes)` : ''}` })));
-    if (count) group.append(svg('text', { class: 'edge-label', x: mid[0], y: mid[1] - 6, 'text-anchor': 'middle', text: `${count} recent` }));
+    if (count) group.append(svg('text', { class: 'edge-label', x: mid[0], y: mid[1] - 10, 'text-anchor': 'middle', text: `${count} recent` }));
     return group;
   });
   const nodeEls = [...nodes.entries()].filter(([id]) => position.has(id)).map(([id, node]) => {

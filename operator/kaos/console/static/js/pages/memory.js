@@ -19,7 +19,7 @@ function eventItem(event, pick) {
   return h('li', { 'data-event-type': event.event_type, 'data-session': session },
     h('span', { class: 'when' }, h('time', { datetime: event.timestamp }, time(event.timestamp))),
     h('span', { class: `type type-${event.event_type}` }, event.event_type), ' ',
-    h('button', { type: 'button', class: 'secondary', 'aria-label': `Show only session ${session}`, onclick: () => pick(session) }, `session ${session.slice(0, 8)}`),
+    h('button', { type: 'button', class: 'secondary', 'aria-label': `Show only session ${session}`, onclick: () => pick(session) }, `session ${session.replace(/^session-/, "").slice(0, 8)}`),
     h('pre', {}, pretty(event.content)),
     Object.keys(meta).length ? h('p', { class: 'hint' }, `metadata: ${JSON.stringify(meta)}`) : null);
 }

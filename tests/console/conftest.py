@@ -1,0 +1,164 @@
+"""The console in a real browser: Playwright (Python) driving Debian's Chromium, headless,
+against `kaos up --detach` of a copy of examples/quickstart/ on a free port with its own KAOS_HOME.
+
+The copy differs from the quickstart only in scripted model replies (DEBUG_MOCK_RESPONSES in
+spec.config.env): the coordinator delegates to the worker, the worker calls its `add` tool,
+so a chat shows a delegation and a tool call without any model. Nothing is downloaded at run
+time: scripts/setup installs chromium (apt) and playwright (the dev extra).
+
+Screenshots of every page go to <pytest's base temp>/console-screenshots/ (printed at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kaos.cli.client import Client
+from kaos.local.ports import free_port
+from kaos.settings import variable
+from tests.support.polling import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1366, "height": 860}  # a laptop screen
+
+TASK = "Add 2 and 3 with your tools"
+WORKER_ANSWER = "2 + 3 = 5 (computed with the add tool)"
+COORDINATOR_ANSWER = "The worker computed it: 2 + 3 = 5."
+FOLLOW_UP_ANSWER = "You are welcome; this is the same session."
+
+
+def fenced(kind: str, payload: dict) -> str:
+    """A model reply asking the agent for work: a ```tool_call or ```delegate block."""
+    return f"```{kind}\n{json.dumps(payload)}\n```"
+
+
+SCRIPTS = {
+    "coordinator": [fenced("delegate", {"agent": "worker", "task": TASK}), COORDINATOR_ANSWER, FOLLOW_UP_ANSWER],
+    "worker": [fenced("tool_call", {"tool": "add", "arguments": {"a": 2, "b": 3}}), WORKER_ANSWER],
+}
+
+
+def scripted_quickstart(folder: Path) -> Path:
+    """examples/quickstart/ with the agents' model replies scripted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in sorted(QUICKSTART.glob("*.yaml")):
+        manifest = yaml.safe_load(source.read_text())
+        name = manifest["metadata"]["name"]
+        if manifest["kind"] == "Agent" and name in SCRIPTS:
+            env = manifest["spec"].setdefault("config", {}).setdefault("env", [])
+            env.append({"name": "DEBUG_MOCK_RESPONSES", "value": json.dumps(SCRIPTS[name])})
+        (folder / source.name).write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return folder
+
+
+class Kaos:
+    """`kaos up --detach` of the scripted quickstart; the `kaos` CLI for the rest."""
+
+    def __init__(self, home: Path, manifests: Path):
+        self.home = home
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        tools = ROOT / ".tools" / "bin"
+        self.env = {**os.environ, variable("home"): str(home),
+                    "PATH": os.pathsep.join([str(tools), str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+        self.env.pop("OPENAI_API_KEY", None)  # the quickstart's offline mock answers the test prompt
+        self.up = self.kaos("up", "-f", str(manifests), "--detach", "--port", str(self.port), timeout=240)
+        self.client = Client(self.url, timeout=30)
+
+    def kaos(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        program = shutil.which("kaos", path=self.env["PATH"])
+        return subprocess.run([program, *args], env=self.env, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+    def deployment(self, name: str) -> dict:
+        return next(row for row in self.client.deployments() if row["name"] == name)
+
+    def down(self) -> None:
+        self.kaos("down", timeout=90)
+        self.client.close()
+
+
+@pytest.fixture(scope="session")
+def kaos_up(tmp_path_factory) -> Kaos:
+    base = tmp_path_factory.mktemp("console")
+    kaos = Kaos(base / "home", scripted_quickstart(base / "manifests"))
+    try:
+        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+        yield kaos
+    finally:
+        kaos.down()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: run scripts/setup (it is in the dev extra)")
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup (it installs Debian's chromium package)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Screenshots:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def save(self, page, name: str) -> Path:
+        path = self.folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+_shots: Screenshots | None = None
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Screenshots:
+    global _shots
+    _shots = Screenshots(tmp_path_factory.getbasetemp() / "console-screenshots")
+    return _shots
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _shots is not None and any(_shots.folder.glob("*.png")):
+        terminalreporter.write_line(f"console screenshots: {_shots.folder}")
+
+
+@pytest.fixture
+def page(browser, kaos_up):
+    """A fresh page on the console; JavaScript errors fail the test."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=kaos_up.url)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors in the console: {errors}"
+
+
+def attribute(page, selector: str, name: str) -> str | None:
+    """An attribute of the first match, or None while nothing matches (never waits)."""
+    element = page.query_selector(selector)
+    return element.get_attribute(name) if element else None
+
+
+def eventually_true(check, timeout: float = 15, what: str = "condition"):
+    return wait_until(check, timeout=timeout, interval=0.1, what=what)

@@ -1,0 +1,218 @@
+"""The console in Chromium against `kaos up` of the (scripted) quickstart: every page, as a user
+drives it. The tests share one control plane and run in this order; the last one stops the worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.console.conftest import (
+    COORDINATOR_ANSWER,
+    FOLLOW_UP_ANSWER,
+    TASK,
+    WORKER_ANSWER,
+    attribute,
+    eventually_true,
+)
+
+pytestmark = pytest.mark.timeout(400)
+
+RESOURCES = ["ModelAPI/default/llm", "MCPServer/default/tools", "Agent/default/coordinator", "Agent/default/worker"]
+RED = "rgb(207, 34, 46)"  # --bad in console.css
+
+
+def row(resource: str) -> str:
+    return f'tr[data-resource="{resource}"]'
+
+
+def test_overview_lists_the_four_resources_ready(page, screenshots):
+    page.goto("/")
+    eventually_true(lambda: all(attribute(page, row(r), "data-state") == "ready" for r in RESOURCES),
+                    what="all four resources Ready on the overview")
+    for resource in RESOURCES:
+        cells = page.locator(row(resource)).locator("td, th").all_inner_texts()
+        assert "Ready" in cells[2] and cells[3].startswith("yes"), cells
+        assert cells[4].startswith("http://127.0.0.1:"), f"the endpoint is shown: {cells}"
+    assert page.locator("h1").inner_text() == "Overview"
+    assert page.locator("#source").inner_text() == "Local control plane (kaos up)"
+    assert "4 Ready" in page.locator(".summary").inner_text()
+    screenshots.save(page, "1-overview")
+
+
+def test_graph_shows_who_may_delegate_to_whom(page, screenshots):
+    page.goto("/#/graph")
+    edge = page.locator('[data-edge="default/coordinator->default/worker"]')
+    edge.wait_for(state="attached")
+    assert edge.get_attribute("data-type") == "delegates"
+    assert page.locator('[data-edge="default/worker->default/tools"]').get_attribute("data-type") == "tools"
+    assert page.locator('[data-edge="default/coordinator->default/llm"]').get_attribute("data-type") == "model"
+    for resource in RESOURCES:
+        kind, _, name = resource.split("/")
+        node = page.locator(f'[data-node="{kind}/default/{name}"]')
+        assert node.get_attribute("data-state") == "ready", resource
+    # Nodes are links, reachable from the keyboard.
+    page.locator('[data-node="Agent/default/worker"]').focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/#/agent/default/worker")
+    screenshots.save(page, "2b-agent-worker")
+    page.go_back()
+    page.locator('[data-edge="default/coordinator->default/worker"]').wait_for(state="attached")
+    screenshots.save(page, "2-graph")
+
+
+def test_chat_streams_keeps_the_session_and_shows_the_delegation(page, screenshots):
+    page.goto("/#/agent/default/coordinator")
+    page.get_by_text("task_delegation", exact=True).wait_for()
+    message = page.get_by_label("Message to coordinator")
+    message.fill("What is 2 + 3?")
+    with page.expect_response(lambda r: r.url.endswith("/default/agent/coordinator/v1/chat/completions")) as answered:
+        message.press("Enter")
+    response = answered.value
+    body = json.loads(response.request.post_data)
+    assert body["stream"] is True and body["messages"] == [{"role": "user", "content": "What is 2 + 3?"}]
+    assert response.headers["content-type"].startswith("text/event-stream")
+    session = response.headers["x-session-id"]
+
+    turn = page.locator('[data-turn][data-done="true"]').first
+    turn.wait_for()
+    assert turn.locator("[data-answer]").inner_text() == COORDINATOR_ANSWER
+    request = turn.locator('[data-step="delegation_request"]')
+    request.wait_for()
+    assert "worker" in request.inner_text() and TASK in request.inner_text()
+    assert WORKER_ANSWER in turn.locator('[data-step="delegation_response"]').inner_text()
+    assert page.locator("[data-session]").get_attribute("data-session") == session
+    screenshots.save(page, "3-chat")
+
+    # The next turn continues the session the agent returned.
+    message.fill("Thanks!")
+    with page.expect_response(lambda r: r.url.endswith("/v1/chat/completions")) as answered:
+        page.get_by_role("button", name="Send").click()
+    second = answered.value
+    assert second.request.headers.get("x-session-id") == session
+    assert json.loads(second.request.post_data)["session_id"] == session
+    assert second.headers["x-session-id"] == session
+    page.locator('[data-turn][data-done="true"]').nth(1).wait_for()
+    assert page.locator("[data-turn] [data-answer]").nth(1).inner_text() == FOLLOW_UP_ANSWER
+    assert "No tool calls or delegations" in page.locator("[data-turn]").nth(1).locator(".steps").inner_text()
+
+    # The delegation that just happened is highlighted on the graph (from the memory events).
+    page.goto("/#/graph")
+    edge = '[data-edge="default/coordinator->default/worker"]'
+    eventually_true(lambda: int(attribute(page, edge, "data-recent") or 0) >= 1, what="a recent delegation edge")
+    assert "recent" in page.locator(edge).get_attribute("class")
+    assert page.locator(".edge-label").first.text_content() == "1 recent"
+    screenshots.save(page, "4-graph-recent-delegation")
+
+
+def test_chat_renders_each_streamed_piece_as_it_arrives(page):
+    """The answer is built from every delta of the stream (a runtime that streams token by token)."""
+    chunks = ["Hel", "lo, ", "wor", "ld!\nSecond line."]
+    frames = [{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    frames += [{"choices": [{"index": 0, "delta": {"content": c}}]} for c in chunks]
+    frames += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    sse = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
+    page.route("**/default/agent/worker/v1/chat/completions", lambda route: route.fulfill(
+        status=200, headers={"content-type": "text/event-stream", "x-session-id": "streamed-session"}, body=sse))
+    page.goto("/#/agent/default/worker")
+    page.get_by_label("Message to worker").fill("Say hello")
+    page.get_by_role("button", name="Send").click()
+    page.locator('[data-turn][data-done="true"]').wait_for()
+    assert page.locator("[data-turn] [data-answer]").inner_text() == "".join(chunks)
+    assert page.locator("[data-session]").get_attribute("data-session") == "streamed-session"
+
+
+def test_memory_timeline_filters_by_type_and_session(page, screenshots):
+    page.goto("/#/memory/default/coordinator")
+    timeline = page.locator(".timeline > li[data-event-type]")
+    eventually_true(lambda: timeline.count() >= 6, what="the coordinator's events")
+    types = set(timeline.evaluate_all("items => items.map(i => i.dataset.eventType)"))
+    assert {"user_message", "delegation_request", "delegation_response", "agent_response"} <= types
+    session = timeline.first.get_attribute("data-session")
+
+    page.get_by_label("Event type").select_option("delegation_request")
+    eventually_true(lambda: set(timeline.evaluate_all("i => i.map(x => x.dataset.eventType)")) == {"delegation_request"},
+                    what="only delegation_request events")
+    assert TASK in timeline.first.inner_text()
+    assert "1 of 1 matching event" in page.locator("#memory-count").inner_text()
+    screenshots.save(page, "5-memory-filtered")
+
+    page.get_by_label("Event type").select_option("")
+    page.get_by_label("Session", exact=True).select_option(session)
+    eventually_true(lambda: timeline.count() >= 6 and set(timeline.evaluate_all("i => i.map(x => x.dataset.session)")) == {session},
+                    what="only the chat's session")
+
+    page.get_by_label("Agent").select_option("default/worker")
+    page.wait_for_url("**/#/memory/default/worker")
+    page.get_by_label("Event type").select_option("tool_call")
+    eventually_true(lambda: timeline.count() == 1 and "add" in timeline.first.inner_text(), what="the worker's tool call")
+    screenshots.save(page, "5b-memory-worker")
+
+
+def test_mcp_tool_call_from_the_tool_page(page, screenshots):
+    page.goto("/#/mcp/default/tools")
+    page.locator('tr[data-tool="add"]').wait_for()
+    assert page.locator('tr[data-tool="echo"]').count() == 1
+    page.get_by_label("Tool", exact=True).select_option("add")
+    assert json.loads(page.get_by_label("Arguments (JSON object)").input_value()) == {"a": 0, "b": 0}
+    page.get_by_label("Arguments (JSON object)").fill('{"a": 2, "b": 40}')
+    page.get_by_role("button", name="Call tool").click()
+    result = page.locator('#tool-result [data-result="ok"]')
+    result.wait_for()
+    assert result.inner_text().strip() == "42"
+    screenshots.save(page, "6-mcp-tool-call")
+
+    page.get_by_label("Arguments (JSON object)").fill("{not json")
+    page.get_by_role("button", name="Call tool").click()
+    assert "The arguments are not valid" in page.locator("#tool-result .error").inner_text()
+
+
+def test_modelapi_page_lists_models_and_answers_a_test_prompt(page, screenshots):
+    page.goto("/#/modelapi/default/llm")
+    page.get_by_text("Served now (/v1/models)").wait_for()
+    page.get_by_label("Model", exact=True).select_option("quickstart-offline")
+    page.get_by_label("Prompt", exact=True).fill("Hello?")
+    page.get_by_role("button", name="Send prompt").click()
+    answer = page.locator("#prompt-result [data-answer]")
+    answer.wait_for(timeout=60_000)
+    assert "offline mock model" in answer.inner_text()
+    screenshots.save(page, "7-modelapi")
+
+
+def test_errors_are_told_in_words(page, screenshots):
+    page.goto("/#/agent/default/nobody")
+    error = page.locator(".error").filter(has_text="agent card")
+    error.wait_for()
+    assert "The agent card of nobody was not found: no Agent 'nobody' in namespace 'default'" in error.inner_text()
+    assert page.get_by_text("This agent is not in the resource list").is_visible()
+    page.goto("/#/no/such/page")
+    assert page.locator("h1").inner_text() == "Page not found"
+    screenshots.save(page, "8-error")
+
+
+def test_stopping_the_worker_turns_it_red_within_seconds(browser, kaos_up, page, screenshots):
+    overview = page
+    overview.goto("/")
+    eventually_true(lambda: attribute(overview, row("Agent/default/worker"), "data-state") == "ready", what="worker Ready")
+    graph = overview.context.new_page()
+    graph.goto("/#/graph")
+    node = '[data-node="Agent/default/worker"]'
+    eventually_true(lambda: attribute(graph, node, "data-state") == "ready", what="worker node Ready")
+
+    os.kill(kaos_up.deployment("agent-worker")["pid"], signal.SIGKILL)  # as if its pod crashed
+
+    down = {"down", "failed"}
+    eventually_true(lambda: attribute(overview, row("Agent/default/worker"), "data-state") in down
+                    and attribute(graph, node, "data-state") in down, timeout=8, what="the worker red on both pages")
+    badge = overview.locator(row("Agent/default/worker")).locator(".badge")
+    assert badge.evaluate("el => getComputedStyle(el).color") == RED
+    assert graph.locator(f"{node} rect").evaluate("el => getComputedStyle(el).stroke") == RED
+    assert "stopped answering" in overview.locator(row("Agent/default/worker")).inner_text()
+    screenshots.save(overview, "9-overview-worker-down")
+    screenshots.save(graph, "9b-graph-worker-down")
+
+    # It is restarted (as a Deployment would) and turns green again.
+    eventually_true(lambda: attribute(overview, row("Agent/default/worker"), "data-state") == "ready"
+                    and attribute(graph, node, "data-state") == "ready", timeout=60, what="the worker Ready again")
