@@ -45,9 +45,19 @@ def test_an_edit_rolls_the_release(cluster, operator, namespace):
 def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, namespace):
     apply(cluster, namespace, agent("early"))
     wait_until(lambda: phase(cluster, "Agent", "early", namespace) == "Waiting", 30, interval=0.1, what="Waiting")
+    waiting = resource(cluster, "Agent", "early", namespace)
+    assert "ModelAPI llm (not found)" in waiting["status"]["message"]
+    assert "kaos.tools/finalizer" in waiting["metadata"]["finalizers"]
     assert "agent-early" not in releases(cluster, namespace)
+
     apply(cluster, namespace, MODELAPI)
-    wait_ready(cluster, "Agent", "early", namespace)
+    ready = wait_ready(cluster, "Agent", "early", namespace)["status"]
+    modelapi_url = f"http://modelapi-llm.{namespace}.svc.cluster.local:8000"
+    assert ready["endpoint"] == f"http://agent-early.{namespace}.svc.cluster.local:8000"
+    assert resource(cluster, "ModelAPI", "llm", namespace)["status"]["endpoint"] == modelapi_url
+    pod = cluster.kubectl_json("get", "deployment", "agent-early", "-n", namespace)["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["MODEL_API_URL"] == modelapi_url and env["MODEL_NAME"] == "gpt-4o-mini"
 
 
 def test_deleting_runs_the_finalizer_and_uninstalls_the_release(cluster, operator, namespace):

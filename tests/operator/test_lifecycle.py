@@ -2,7 +2,6 @@
 
 import asyncio
 
-from kaos.api import FINALIZER
 from tests.support.polling import eventually
 
 NS = "team"
@@ -17,35 +16,6 @@ def agent(model="ollama/smollm2:135m", access=(), mcp=(), **extra):
     spec = {"modelAPI": "llm", "model": model, "agentNetwork": {"access": list(access)}, "mcpServers": list(mcp)}
     spec.update(extra)
     return spec
-
-
-async def test_agent_waits_for_its_modelapi_then_becomes_ready(operator):
-    cluster, helm = operator.cluster, operator.helm
-    await cluster.create("Agent", "solo", agent())
-
-    waiting = await eventually(lambda: cluster.status("Agent", "solo").get("phase") == "Waiting" and cluster.status("Agent", "solo"))
-    assert "ModelAPI llm (not found)" in waiting["message"]
-    assert FINALIZER in cluster.get("Agent", "solo")["metadata"]["finalizers"]
-    assert helm.applied("agent-solo") == []
-
-    await cluster.create("ModelAPI", "llm", proxy_api())
-    await eventually(lambda: cluster.status("ModelAPI", "llm").get("ready"))
-    ready = await eventually(lambda: cluster.status("Agent", "solo").get("ready") and cluster.status("Agent", "solo"))
-
-    assert ready["endpoint"] == f"http://agent-solo.{NS}.svc.cluster.local:8000"
-    assert ready["readyReplicas"] == 1 and ready["replicas"] == 1
-    assert {c["type"]: c["status"] for c in ready["conditions"]} == {"Ready": "True", "DependenciesReady": "True"}
-    assert cluster.phases("Agent", "solo") == ["Waiting", "Pending", "Ready"]
-    assert cluster.status("ModelAPI", "llm")["endpoint"] == f"http://modelapi-llm.{NS}.svc.cluster.local:8000"
-
-    call = helm.applied("agent-solo")[-1]
-    assert call.chart == "agent" and call.namespace == NS
-    assert call.values["modelAPI"] == {"name": "llm", "url": f"http://modelapi-llm.{NS}.svc.cluster.local:8000"}
-    deployment = next(o for o in call.objects if o["kind"] == "Deployment")
-    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["MODEL_NAME"] == "ollama/smollm2:135m"
-    assert env["MODEL_API_URL"] == f"http://modelapi-llm.{NS}.svc.cluster.local:8000"
-    assert helm.applied("modelapi-llm")[-1].chart == "modelapi"
 
 
 async def test_coordinator_created_before_its_workers_gets_their_urls(operator):
