@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from kaos.api import API_VERSION, CHART_OF, KIND_OF_CHART, SEGMENT_OF  # noqa: E402
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 
-API_VERSION = "kaos.tools/v1alpha1"
 SHARED_MODELAPI = "e2e-llm"
 # The one model the shared ModelAPI offers (the model the seed's agents ask for).
 SHARED_MODEL = "ollama/smollm2:135m"
@@ -46,7 +46,7 @@ SHARED_MODEL = "ollama/smollm2:135m"
 MOCK_REPLY = "Mock reply from the e2e ModelAPI."
 BACKEND = os.environ.get("KAOS_E2E_BACKEND", "local")
 DATAPLANE = os.environ.get("KAOS_E2E_DATAPLANE", "1").strip().lower() not in ("0", "false", "no")
-KIND_OF_PREFIX = {"agent-": "Agent", "modelapi-": "ModelAPI", "mcpserver-": "MCPServer"}
+KIND_OF_PREFIX = {f"{chart}-": kind for chart, kind in KIND_OF_CHART.items()}
 
 
 # backends
@@ -365,8 +365,7 @@ def create_agent_resource(namespace: str, name: str, modelapi: str, *, model: st
 def deploy_and_wait(resource: dict, namespace: str, timeout: float = 120) -> str:
     """Apply a resource, wait for its workload and for its gateway route; returns its gateway URL."""
     create_custom_resource(resource, namespace)
-    prefix = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcpserver"}[resource["kind"]]
-    segment = {"Agent": "agent", "ModelAPI": "modelapi", "MCPServer": "mcp"}[resource["kind"]]
+    prefix, segment = CHART_OF[resource["kind"]], SEGMENT_OF[resource["kind"]]
     name = resource["metadata"]["name"]
     wait_for_deployment(namespace, f"{prefix}-{name}", timeout=timeout)
     url = gateway_url(namespace, segment, name)
