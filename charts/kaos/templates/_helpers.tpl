@@ -59,3 +59,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "kaos.tag" -}}
 {{- .tag | default .appVersion | toString -}}
 {{- end -}}
+
+{{/* The console's Deployment, Service, ServiceAccount, ClusterRole and bindings: <fullname>-console. */}}
+{{- define "kaos.consoleName" -}}
+{{- printf "%s-console" (include "kaos.fullname" .) -}}
+{{- end -}}
+
+{{- define "kaos.consoleLabels" -}}
+app.kubernetes.io/name: kaos-console
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+app.kubernetes.io/part-of: kaos
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "kaos.consoleSelectorLabels" -}}
+app.kubernetes.io/name: kaos-console
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "kaos.consoleServiceAccountName" -}}
+{{- if .Values.console.serviceAccount.create -}}
+{{- .Values.console.serviceAccount.name | default (include "kaos.consoleName" .) -}}
+{{- else -}}
+{{- .Values.console.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
