@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import yaml
 from pydantic import Field, PositiveFloat, ValidationError, field_validator
@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     gateway_namespace_selector: Object = Field(default_factory=dict)
     telemetry_enabled: bool = False
     telemetry_endpoint: str = ""
+    # Agents' memory: the backend of an Agent that names none, and the platform's Redis (the
+    # platform chart's memory.redis) for a redis Agent that gives no URL of its own.
+    memory_backend: Literal["local", "redis"] = "local"
+    memory_redis_url: str = ""
     # The MCP runtime registry: name -> {image, command, args, env, port, path} (JSON or YAML).
     mcp_runtimes: Object = Field(default_factory=dict)
     # Comma (or space) separated; none: every namespace.

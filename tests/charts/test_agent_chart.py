@@ -162,3 +162,24 @@ def test_values_yaml_is_the_documented_contract():
     for key in ("name:", "modelAPI:", "reasoningLoopMaxSteps:", "mcpServers:", "peers:", "memory:", "telemetry:",
                 "env:", "expose:", "gateway:", "networkPolicy:"):
         assert f"\n{key}" in text
+
+
+def test_memory_backend_env_local_by_default_redis_with_a_url_or_a_secret():
+    env = env_of(container(agent()))
+    assert env["MEMORY_BACKEND"] == "local"
+    assert not {"REDIS_URL", "MEMORY_KEY_PREFIX", "MEMORY_TTL_SECONDS"} & set(env)
+    memory = {"enabled": True, "contextLimit": 6, "maxSessions": 100, "maxSessionEvents": 50, "backend": "redis"}
+    env = env_of(container(agent(memory={**memory, "redis": {"url": "redis://redis.kaos-system:6379/0"}})))
+    assert (env["MEMORY_BACKEND"], env["REDIS_URL"]) == ("redis", "redis://redis.kaos-system:6379/0")
+    assert env["MEMORY_KEY_PREFIX"] == f"kaos:{NS}:agent:coordinator" and "MEMORY_TTL_SECONDS" not in env
+    c = container(agent(memory={**memory, "redis": {"secretKeyRef": {"name": "redis", "key": "url"}}, "ttlSeconds": 60}))
+    url = next(e for e in c["env"] if e["name"] == "REDIS_URL")
+    assert url == {"name": "REDIS_URL", "valueFrom": {"secretKeyRef": {"name": "redis", "key": "url"}}}
+    assert env_of(c)["MEMORY_TTL_SECONDS"] == "60"
+
+
+def test_redis_memory_without_a_url_is_refused_by_the_values_schema():
+    from tests.charts.rendering import render_error
+
+    error = render_error("agent", {**BASE, "memory": {"backend": "redis"}})
+    assert "redis" in error

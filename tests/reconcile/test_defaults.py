@@ -63,7 +63,14 @@ def test_the_agent_charts_own_values_if_it_keeps_any_equal_the_crd_defaults():
     step or memory value, it is the CRD's default."""
     values = yaml.safe_load((Settings().charts_dir / "agent" / "values.yaml").read_text())
     stated = {"reasoningLoopMaxSteps": values.get("reasoningLoopMaxSteps")}
-    stated.update({f"memory.{key}": value for key, value in (values.get("memory") or {}).items()})
+    stated.update({f"memory.{key}": value for key, value in (values.get("memory") or {}).items() if key in MEMORY})
     assert {key: value for key, value in stated.items() if value is not None} == {
         key: crd_default(key) for key, value in stated.items() if value is not None
     }
+
+
+def test_the_memory_backend_defaults_agree():
+    """Where memory lives (spec.memory, not config.memory): local, in the chart, the platform
+    settings and the runtime alike."""
+    values = yaml.safe_load((Settings().charts_dir / "agent" / "values.yaml").read_text())
+    assert values["memory"]["backend"] == Settings().memory_backend == runtime_default("MEMORY_BACKEND") == "local"

@@ -154,6 +154,7 @@ def test_agent_values_follow_the_chart_contract():
         container={"image": "registry:5000/me/runtime:dev", "env": [{"name": "B", "value": "2"}],
                    "resources": {"limits": {"cpu": "1"}}},
         replicas=2,
+        memory={"backend": "redis", "redis": {"url": {"valueFrom": {"secretKeyRef": {"name": "r", "key": "url"}}}}},
         gatewayRoute={"timeout": "120s"},
     )
     resource["spec"]["config"]["memory"]["contextLimit"] = 3
@@ -173,7 +174,8 @@ def test_agent_values_follow_the_chart_contract():
         "reasoningLoopMaxSteps": 5,
         "mcpServers": [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"}],
         "peers": [{"name": "worker", "url": "http://agent-worker.team:8000"}],
-        "memory": {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500},
+        "memory": {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500,
+                   "backend": "redis", "redis": {"url": "", "secretKeyRef": {"name": "r", "key": "url"}}, "ttlSeconds": 0},
         "telemetry": {"enabled": False, "endpoint": "http://otel:4317"},
         "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
         "resources": {"limits": {"cpu": "1"}},
@@ -321,4 +323,53 @@ def test_the_step_and_memory_defaults_reach_the_chart_from_the_crd_schema_alone(
     values = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of).values
     config = crds.load_schemas(SETTINGS.crd_dir)["Agent"]["properties"]["spec"]["properties"]["config"]["properties"]
     assert values["reasoningLoopMaxSteps"] == config["reasoningLoopMaxSteps"]["default"]
-    assert values["memory"] == {key: field["default"] for key, field in config["memory"]["properties"].items()}
+    assert {key: values["memory"][key] for key in config["memory"]["properties"]} == {
+        key: field["default"] for key, field in config["memory"]["properties"].items()}
+
+
+REDIS = {"backend": "redis", "redis": {"url": {"value": "redis://own:6379/0"}}}
+
+
+@pytest.mark.parametrize(
+    "spec, settings, phase, in_message",
+    [
+        ({"replicas": 2}, SETTINGS, "Failed", "replicas 2 needs a shared memory backend"),
+        ({"replicas": 3, "memory": {"backend": "local"}}, SETTINGS, "Failed", "set spec.memory.backend to redis"),
+        ({"replicas": 2, "memory": {"backend": "redis"}}, SETTINGS, "Failed", "spec.memory.backend redis needs a Redis"),
+        ({"memory": {"backend": "redis"}}, SETTINGS, "Failed", "spec.memory.redis.url"),
+        ({"replicas": 2, "memory": REDIS}, SETTINGS, "Deploy", ""),
+        ({"replicas": 2, "memory": {"backend": "redis"}}, Settings(memory_redis_url="redis://platform:6379/0"), "Deploy", ""),
+        ({"replicas": 2}, Settings(memory_backend="redis", memory_redis_url="redis://platform:6379/0"), "Deploy", ""),
+        ({"replicas": 2, "config": {"description": "d", "memory": {"enabled": False}}}, SETTINGS, "Deploy", ""),
+        ({"replicas": 1}, SETTINGS, "Deploy", ""),
+    ],
+)
+def test_replicas_need_a_shared_memory_and_redis_needs_a_url(spec, settings, phase, in_message):
+    result = plan(agent(**spec), observed_of(modelapi()), settings, endpoint_of)
+    assert result.phase == phase and in_message in result.message, result.message
+
+
+def test_memory_values_own_url_secret_platform_redis_and_ttl():
+    def memory(spec, settings=SETTINGS):
+        return plan(agent(memory=spec), observed_of(modelapi()), settings, endpoint_of).values["memory"]
+
+    assert memory({})["backend"] == "local" and memory({})["redis"] == {"url": "", "secretKeyRef": {}}
+    assert memory({**REDIS, "ttlSeconds": 60})["redis"] == {"url": "redis://own:6379/0", "secretKeyRef": {}}
+    assert memory({**REDIS, "ttlSeconds": 60})["ttlSeconds"] == 60
+    platform = Settings(memory_backend="redis", memory_redis_url="redis://platform:6379/0")
+    assert memory({}, platform)["redis"]["url"] == "redis://platform:6379/0"
+    assert memory(REDIS, platform)["redis"]["url"] == "redis://own:6379/0", "the agent's own URL wins"
+    assert memory({"backend": "local"}, platform) | {"redis": None} == {
+        **memory({}), "redis": None}, "an agent may keep local memory on a redis platform"
+    secret = {"backend": "redis", "redis": {"url": {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}}}
+    assert memory(secret, platform)["redis"] == {"url": "", "secretKeyRef": {"name": "s", "key": "k"}}
+
+
+def test_crd_rejects_a_redis_url_that_is_not_one():
+    document = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "a", "namespace": NS},
+                "spec": {"modelAPI": "llm", "memory": {"backend": "redis", "redis": {"url": {"value": "http://x"}}}}}
+    with pytest.raises(ValueError, match="spec.memory.redis.url.value"):
+        crds.validate(document, SETTINGS.crd_dir)
+    document["spec"]["memory"] = {"backend": "memcached"}
+    with pytest.raises(ValueError, match="spec.memory.backend"):
+        crds.validate(document, SETTINGS.crd_dir)

@@ -44,6 +44,20 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MEMORY_CONTEXT_LIMIT" "value" (toString $v.memory.contextLimit)) -}}
 {{- $env = append $env (dict "name" "MEMORY_MAX_SESSIONS" "value" (toString $v.memory.maxSessions)) -}}
 {{- $env = append $env (dict "name" "MEMORY_MAX_SESSION_EVENTS" "value" (toString $v.memory.maxSessionEvents)) -}}
+{{- $backend := $v.memory.backend | default "local" -}}
+{{- $env = append $env (dict "name" "MEMORY_BACKEND" "value" $backend) -}}
+{{- if eq $backend "redis" -}}
+{{- $redis := $v.memory.redis | default dict -}}
+{{- if $redis.secretKeyRef -}}
+{{- $env = append $env (dict "name" "REDIS_URL" "valueFrom" (dict "secretKeyRef" (dict "name" $redis.secretKeyRef.name "key" $redis.secretKeyRef.key))) -}}
+{{- else -}}
+{{- $env = append $env (dict "name" "REDIS_URL" "value" $redis.url) -}}
+{{- end -}}
+{{- $env = append $env (dict "name" "MEMORY_KEY_PREFIX" "value" (printf "kaos:%s:agent:%s" .Release.Namespace (include "kaos-common.names.name" .))) -}}
+{{- if $v.memory.ttlSeconds -}}
+{{- $env = append $env (dict "name" "MEMORY_TTL_SECONDS" "value" (toString $v.memory.ttlSeconds)) -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.telemetry.enabled -}}
 {{- $env = append $env (dict "name" "OTEL_SDK_DISABLED" "value" "false") -}}
 {{- $env = append $env (dict "name" "OTEL_SERVICE_NAME" "value" (include "kaos-common.names.fullname" .)) -}}

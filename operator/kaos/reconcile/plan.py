@@ -145,6 +145,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
     access = (spec.get("agentNetwork") or {}).get("access") or []
     if ref.name in access:
         raise _Invalid("agentNetwork.access lists the agent itself; remove it")
+    _check_memory(spec, settings)
     refs = dependencies(resource)
     modelapi_ref = next(r for r in refs if r.kind == MODELAPI)
     modelapi = observed.get(modelapi_ref)
@@ -196,6 +197,26 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
     return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))
+
+
+def _check_memory(spec: Mapping[str, Any], settings) -> None:
+    """A redis agent needs a Redis; more than one replica needs a memory they share."""
+    memory = spec.get("memory") or {}
+    backend = memory.get("backend") or settings.memory_backend
+    url = (memory.get("redis") or {}).get("url") or {}
+    if backend == "redis" and not (url.get("value") or url.get("valueFrom") or settings.memory_redis_url):
+        raise _Invalid(
+            "spec.memory.backend redis needs a Redis: set spec.memory.redis.url (value, or valueFrom.secretKeyRef), "
+            "or give the platform one (the platform chart's memory.redis.deploy or memory.redis.url)"
+        )
+    replicas = spec.get("replicas", 1)
+    remembers = ((spec.get("config") or {}).get("memory") or {}).get("enabled", True)
+    if replicas > 1 and backend == "local" and remembers:
+        raise _Invalid(
+            f"replicas {replicas} needs a shared memory backend: with spec.memory.backend local each replica "
+            "keeps its own sessions, so a conversation would be split between them; set spec.memory.backend "
+            "to redis, or replicas to 1 (or config.memory.enabled to false for an agent without memory)"
+        )
 
 
 def _check_model_admitted(model: str, modelapi_ref: Ref, modelapi: Mapping[str, Any]) -> None:

@@ -50,6 +50,26 @@ def _copy_list(items) -> list:
     return copy.deepcopy(list(items or []))
 
 
+def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
+    """config.memory (the bounds) and spec.memory (where it lives) as the chart's ``memory``.
+    A redis agent without a URL of its own gets the platform's Redis (settings.memory_redis_url)."""
+    config = (spec.get("config") or {}).get("memory") or {}
+    memory = spec.get("memory") or {}
+    backend = memory.get("backend") or settings.memory_backend
+    url = ((memory.get("redis") or {}).get("url")) or {}
+    secret_ref = copy.deepcopy((url.get("valueFrom") or {}).get("secretKeyRef") or {})
+    value = url.get("value") or ""
+    if backend == "redis" and not value and not secret_ref:
+        value = settings.memory_redis_url
+    return {
+        **copy.deepcopy(config),
+        "backend": backend,
+        "redis": {"url": value if backend == "redis" else "",
+                  "secretKeyRef": secret_ref if backend == "redis" else {}},
+        "ttlSeconds": memory.get("ttlSeconds") or 0,
+    }
+
+
 def agent_values(
     resource: Mapping[str, Any],
     settings,
@@ -74,7 +94,7 @@ def agent_values(
         "reasoningLoopMaxSteps": config["reasoningLoopMaxSteps"],
         "mcpServers": mcp_servers,
         "peers": peers,
-        "memory": copy.deepcopy(config["memory"]),
+        "memory": memory_values(spec, settings),
         "telemetry": {
             "enabled": telemetry.get("enabled", settings.telemetry_enabled),
             "endpoint": telemetry.get("endpoint") or settings.telemetry_endpoint,
