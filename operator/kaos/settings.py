@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     cluster_domain: str = "cluster.local"
     log_level: str = "INFO"
     health_port: int = 8080
+    # Prometheus metrics of the operator (GET /metrics on this port); 0: none (the platform chart sets 9090).
+    metrics_port: int = Field(0, ge=0, le=65535)
+    # A ServiceMonitor per agent (when the cluster has the Prometheus Operator's CRD).
+    service_monitor_enabled: bool = False
     health_host: str = "0.0.0.0"
     operator_namespace: str = ""
     # Operator tuning, not published by the platform chart: how often each resource's kopf

@@ -23,6 +23,7 @@ from .errors import describe
 from .http import HttpClient
 from .mcp_client import ToolCatalog
 from .memory import MemoryUnavailable, create_memory, new_session_id
+from .metrics import CONTENT_TYPE, MeteredModel, MeteredPeers, MeteredTools, Metrics, RequestMetrics
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
 from .settings import AgentSettings
@@ -63,9 +64,10 @@ class Runtime:
         self.telemetry = telemetry or Telemetry()
         self.http = HttpClient()
         self.memory = create_memory(config.memory, config.name)
-        self.model = ModelClient(config)
-        self.tools = ToolCatalog(config.mcp_servers, config.tool_timeout)
-        self.peers = PeerDirectory(config.peers, self.http, config.peer_timeout)
+        self.metrics = Metrics()
+        self.model = MeteredModel(ModelClient(config), self.metrics, config.model_name)
+        self.tools = MeteredTools(ToolCatalog(config.mcp_servers, config.tool_timeout), self.metrics)
+        self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout), self.metrics)
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
         self.ready = False
         self.waiting_for = ["startup"]
@@ -125,6 +127,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
 
     app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
+    app.add_middleware(RequestMetrics, metrics=runtime.metrics)
 
     @app.exception_handler(BadRequest)
     async def bad_request(_: Request, error: BadRequest) -> Response:
@@ -197,7 +200,12 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         sessions = await runtime.memory.sessions()
         return _json({"agent": config.name, "sessions": sessions, "total": len(sessions)})
 
+    async def metrics(_: Request) -> Response:
+        sessions = len(await runtime.memory.sessions()) if runtime.memory.enabled else 0
+        return Response(runtime.metrics.exposition(sessions), media_type=CONTENT_TYPE)
+
     route("/health", health, methods=["GET"])
+    route("/metrics", metrics, methods=["GET"])
     route("/ready", ready, methods=["GET"])
     route("/.well-known/agent", card, methods=["GET"])
     route("/.well-known/agent.json", card, methods=["GET"])

@@ -110,3 +110,12 @@ def test_the_crd_schema_refuses_an_invalid_resource_naming_the_field(cluster, na
     assert "spec.config.reasoningLoopMaxSteps" in result.stderr, result.stderr
     assert resource(cluster, "Agent", "bad", namespace) is None
 
+
+
+def test_a_deployment_deleted_by_hand_comes_back(cluster, operator, namespace):
+    apply(cluster, namespace, MODELAPI, agent("resilient"))
+    wait_ready(cluster, "Agent", "resilient", namespace)
+    cluster.kubectl("delete", "deployment", "agent-resilient", "-n", namespace, "--wait=true")
+    wait_until(lambda: cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/agent-resilient"), 30,
+               interval=0.1, what="the operator to restore the Deployment")
+    wait_ready(cluster, "Agent", "resilient", namespace)

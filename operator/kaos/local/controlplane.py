@@ -28,6 +28,7 @@ from kaos.local.ports import free_port
 from kaos.local.routes import Backend, Route, route_timeout
 from kaos.local.supervisor import Supervisor
 from kaos.mcp_discovery import ToolDiscovery
+from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
 
 log = logging.getLogger("kaos.local")
@@ -276,6 +277,7 @@ class ControlPlane:
             await self._stop_workload(ref)
             self._notify(ref, None)
             return
+        since = started()
         observed = {dep: self.resources.get(dep) for dep in reconcile.dependencies(resource)}
         plan = reconcile.plan(resource, observed, self.settings, self.endpoint_of)
         error = ""
@@ -300,6 +302,7 @@ class ControlPlane:
         if ref.kind == reconcile.MCPSERVER and new_status.get("ready") and new_status.get("endpoint"):
             new_status["tools"] = self._known_tools(ref, new_status["endpoint"], workload and workload.process)
         self._set_status(ref, resource, new_status)
+        reconciled(ref.kind, new_status["phase"], since)
 
     def _known_tools(self, ref: Ref, endpoint: str, process: LocalProcess | None) -> list[str]:
         """The tools discovered for this endpoint and process; discovery runs in the background

@@ -27,6 +27,7 @@ from kaos.local.gateway import Gateway, read_body, send_json
 from kaos.local.manifests import CORE_KINDS, ApplyError
 from kaos.local.ports import LOOPBACK, PortInUse, check_port_free
 from kaos.local.state import State, clear_state, write_state
+from kaos.metrics import CONTENT_TYPE, exposition
 from kaos.reconcile import Ref
 
 ADMIN_PREFIX = "/_kaos/"
@@ -54,7 +55,12 @@ class App:
         if scope["type"] != "http":
             return
         path = scope["path"]
-        if path.startswith(ADMIN_PREFIX):
+        if path == ADMIN_PREFIX + "metrics":  # reconcile counts and durations (kaos.metrics)
+            body = exposition()
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+        elif path.startswith(ADMIN_PREFIX):
             await self._admin(scope, receive, send, path[len(ADMIN_PREFIX):])
         elif self.console.serves(path):
             await self.console(scope, receive, send)

@@ -6,7 +6,9 @@ import logging
 import sys
 
 import kopf
+from prometheus_client import start_http_server
 
+from kaos.metrics import REGISTRY
 from kaos.settings import Settings
 
 
@@ -21,6 +23,9 @@ def main() -> int:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per probe otherwise
 
     import kaos.operator.handlers  # noqa: F401  (registers the handlers)
+
+    if settings.metrics_port:  # reconcile counts and durations (kaos.metrics) at :<port>/metrics
+        start_http_server(settings.metrics_port, addr=settings.health_host, registry=REGISTRY)
 
     namespaces = list(settings.watch_namespaces)
     kopf.run(

@@ -28,6 +28,7 @@ from kaos import crds
 from kaos.backoff import Backoff
 from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
+from kaos.metrics import reconciled, started
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
     DEPLOY,
@@ -70,11 +71,13 @@ class OperatorState:
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
     written: dict = field(default_factory=dict)  # Ref -> (fingerprint, the status as left by that reconcile)
+    deployments_seen: set = field(default_factory=set)  # Refs whose Deployment the index has shown
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
         for table in (self.applied, self.failures, self.seen, self.written, self.locks):
             table.pop(ref, None)
+        self.deployments_seen.discard(ref)
         self.backoff.succeed(ref)
         self.tools.forget(ref)
 
@@ -123,11 +126,13 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
         if not force and not state.retry_due(ref) and state.seen.get(ref) == inputs:
             return None
         state.seen[ref] = inputs
+        since = started()
         previous = _previous_status(ref, resource, inputs, state)
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
-            failure = await _converge(ref, current, state, logger, force)
+            drifted = _deployment_vanished(ref, current, world, state, logger)
+            failure = await _converge(ref, current, state, logger, force or drifted, drifted)
         ready_replicas, replicas = world.replicas(ref)
         desired = status(resource, current, ready_replicas, replicas)
         if failure is not None:
@@ -135,6 +140,7 @@ async def reconcile(body, *, world: World, state: OperatorState, patch, logger, 
         if ref.kind == MCPSERVER and desired["ready"]:
             desired["tools"] = await state.tools.tools(ref, desired["endpoint"], logger=logger)
         state.written[ref] = (inputs, _patch_status(previous, desired, patch))
+        reconciled(ref.kind, desired["phase"], since)
         return failure
 
 
@@ -146,13 +152,29 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
     state.forget(ref)
 
 
-async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force: bool) -> HelmFailure | None:
+def _deployment_vanished(ref: Ref, current: Plan, world: World, state: OperatorState, logger) -> bool:
+    """The release's Deployment was seen and is gone (deleted by hand, or by anyone but helm):
+    the release must be applied again, whatever its recorded values say."""
+    if world.replicas(ref) != (None, None):
+        state.deployments_seen.add(ref)
+        return False
+    if ref not in state.deployments_seen:
+        return False
+    state.deployments_seen.discard(ref)
+    state.applied.pop(ref, None)
+    logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
+    return True
+
+
+async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force: bool,
+                    drifted: bool = False) -> HelmFailure | None:
     values = current.values
     if state.applied.get(ref, _UNSET) == values:
         return None
     if not force and state.backoff.blocked(ref):
         return state.failures.get(ref)
-    if ref not in state.applied and values is not None and await _already_deployed(ref, current, state, logger):
+    if (ref not in state.applied and values is not None and not drifted
+            and await _already_deployed(ref, current, state, logger)):
         state.applied[ref] = copy.deepcopy(values)
         return None
     command = f"upgrade --install {current.release}" if values is not None else f"uninstall {current.release}"

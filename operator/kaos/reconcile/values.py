@@ -104,6 +104,7 @@ def agent_values(
         "expose": expose,
         "gateway": gateway_values(spec, settings, enabled=expose),
         "networkPolicy": network_policy_values(settings),
+        "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
     }
 
 
