@@ -3,7 +3,21 @@ settings ConfigMap and the operator Deployment Available on a kwok node."""
 
 from __future__ import annotations
 
-from tests.cluster.platform import HELM3, NAMESPACE, RELEASE, deployment_available, helm, install_platform
+import json
+
+from kaos.api import API_VERSION
+from tests.cluster.platform import (
+    HELM3,
+    NAMESPACE,
+    RELEASE,
+    deployment_available,
+    helm,
+    install_platform,
+    releases,
+    resource,
+    start_operator,
+    wait_ready,
+)
 from tests.support.polling import wait_until
 
 KAOS_CRDS = ("agents.kaos.tools", "modelapis.kaos.tools", "mcpservers.kaos.tools")
@@ -52,6 +66,7 @@ def test_operator_pod_runs_on_a_kwok_node(cluster, platform):
 
 def test_helm3_installs_the_chart_namespaced(cluster, platform):
     """Helm 3 once: a second release, watching one namespace, next to the Helm 4 one."""
+    # (the namespaced operator runs in test_a_namespaced_operator_reconciles_only_its_namespace)
     watched = "kaos-h3-watched"
     cluster.kubectl("create", "namespace", watched)
     deployment = install_platform(cluster, "--set", f"watchNamespaces[0]={watched}",
@@ -71,3 +86,34 @@ def test_helm3_installs_the_chart_namespaced(cluster, platform):
             assert client.get("/apis/kaos.tools/v1alpha1/namespaces/default/agents").status_code == 403
     finally:
         helm(cluster, "uninstall", "kaos-h3", "-n", "kaos-h3", executable=HELM3)
+
+
+def test_a_namespaced_operator_reconciles_only_its_namespace(cluster, platform, operator):
+    """watchNamespaces: the operator runs namespaced (kopf's per-namespace watches) under
+    RoleBindings only, reconciles its namespace and nothing else."""
+    watched, other = "kaos-ns-watched", "kaos-ns-other"
+    for name in (watched, other):
+        cluster.kubectl("create", "namespace", name)
+    install_platform(cluster, "--set", f"watchNamespaces[0]={watched}", release="kaos-ns", namespace="kaos-ns")
+    operator.stop()  # the cluster-wide one would reconcile the same resources
+    namespaced = start_operator(cluster, namespace="kaos-ns", release="kaos-ns", name="operator-namespaced")
+    try:
+        manifests = [
+            {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "llm"},
+             "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}}},
+            {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "solo"},
+             "spec": {"modelAPI": "llm", "model": "gpt-4o-mini"}},
+        ]
+        for name in (other, watched):
+            cluster.kubectl("apply", "--server-side", "-n", name, "-f", "-",
+                            input="\n---\n".join(json.dumps(m) for m in manifests))
+        wait_ready(cluster, "Agent", "solo", watched)
+        assert "agent-solo" in releases(cluster, watched)
+        assert not (resource(cluster, "Agent", "solo", other) or {}).get("status")
+        assert releases(cluster, other) == {}
+        log = namespaced.tail(10_000).lower()
+        assert "forbidden" not in log and '"severity": "error"' not in log
+    finally:
+        namespaced.stop()
+        operator.restart()
+        helm(cluster, "uninstall", "kaos-ns", "-n", "kaos-ns")
