@@ -17,11 +17,13 @@ class Upstream:
 
     def __init__(self):
         self.release = asyncio.Event()
+        self.closed = asyncio.Event()  # set when the gateway closes the connection
         self.paths: list[str] = []
 
     async def handle(self, reader, writer):
         request = await reader.readuntil(b"\r\n\r\n")
         self.paths.append(request.split(b" ")[1].decode())
+        asyncio.ensure_future(reader.read()).add_done_callback(lambda _: self.closed.set())
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         for event in (b"data: one\n\n", b"data: two\n\n"):
             writer.write(b"%x\r\n%s\r\n" % (len(event), event))
@@ -101,3 +103,13 @@ async def test_backend_gone_is_503():
     await gateway.aclose()
     assert response.status_code == 503
     assert response.json()["error"] == "unavailable"
+
+
+async def test_a_client_that_goes_away_closes_the_upstream_connection(setup):
+    url, upstream = setup
+    async with httpx.AsyncClient(timeout=10) as client:
+        async with client.stream("GET", f"{url}/ns/agent/up/v1/stream") as response:
+            await response.aiter_text().__anext__()  # the first event; the upstream now waits
+    # The client has closed its connection: the gateway drops its own to the upstream, which
+    # sees the end of its connection while it still holds the second event.
+    await asyncio.wait_for(upstream.closed.wait(), 10)

@@ -1,7 +1,8 @@
 """The local gateway: the cluster's HTTPRoute layout on 127.0.0.1, as a raw ASGI app.
 
 ``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>`` goes to the workload's loopback port
-with the prefix replaced by ``/``; bodies stream through chunk by chunk (SSE included).
+with the prefix replaced by ``/``; bodies stream through chunk by chunk (SSE included). A
+client that goes away closes the upstream connection too, so the workload stops the work.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ async def send_json(send, status: int, payload: dict) -> None:
         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
     })
     await send({"type": "http.response.body", "body": body})
+
+
+async def _disconnected(receive) -> None:
+    """Returns when the client closes the connection (after the body, uvicorn's receive()
+    answers only then)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def read_body(receive) -> bytes:
@@ -82,10 +90,20 @@ class Gateway:
             await send_json(send, backend.status, {"error": "not found" if backend.status == 404 else "unavailable",
                                                    "detail": backend.message})
             return
-        await self._proxy(scope, receive, send, route, backend)
-
-    async def _proxy(self, scope, receive, send, route: Route, backend: Backend) -> None:
         body = await read_body(receive)
+        task = asyncio.current_task()
+        gone = asyncio.ensure_future(_disconnected(receive))
+        gone.add_done_callback(lambda watcher: watcher.cancelled() or task.cancel())
+        try:
+            await self._proxy(scope, body, send, route, backend)
+        except asyncio.CancelledError:
+            if not (gone.done() and not gone.cancelled()):
+                raise
+            task.uncancel()  # the client went away: the upstream request was dropped with this task
+        finally:
+            gone.cancel()
+
+    async def _proxy(self, scope, body: bytes, send, route: Route, backend: Backend) -> None:
         headers = CIMultiDict(
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP
         )
