@@ -25,8 +25,9 @@ from kaos.backoff import Backoff
 from kaos.local.containers import LOOPBACK, CannotRunLocally, LocalProcess, local_process
 from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.local.ports import free_port
+from kaos.local.redis_server import LocalRedis
+from kaos.local.replicas import Replicas
 from kaos.local.routes import Backend, Route, route_timeout
-from kaos.local.supervisor import Supervisor
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
@@ -86,8 +87,9 @@ class Workload:
 
     values_key: str = ""
     rendered: list[dict] = field(default_factory=list)
-    process: LocalProcess | None = None
-    supervisor: Supervisor | None = None
+    process: LocalProcess | None = None  # the first replica's
+    processes: tuple[LocalProcess, ...] = ()
+    supervisor: Replicas | None = None
 
 
 class ControlPlane:
@@ -112,6 +114,7 @@ class ControlPlane:
         self.objects: dict[str, dict[tuple[str, str], dict]] = {}  # namespace -> (kind, name) -> object
         self.workloads: dict[Ref, Workload] = {}
         self.ports: dict[Ref, int] = {}
+        self.replica_ports: dict[Ref, list[int]] = {}
         self.tools = tools or ToolDiscovery(Backoff(base=TOOLS_RETRY_SECONDS, cap=TOOLS_RETRY_SECONDS))
         self._discovering: dict[Ref, asyncio.Task] = {}
         self.listeners: list[Callable[[Ref, dict | None], None]] = []
@@ -121,6 +124,7 @@ class ControlPlane:
         self._idle = asyncio.Event()
         self._idle.set()
         self._base_env = process_base_env()
+        self.redis = LocalRedis(home, lambda program: self.which(program), lambda: None, self._base_env)
 
     # lifecycle
 
@@ -137,6 +141,7 @@ class ControlPlane:
         for task in list(self._discovering.values()):
             task.cancel()
         await asyncio.gather(*(self._stop_workload(ref) for ref in list(self.workloads)))
+        await self.redis.stop()
 
     # ports and endpoints
 
@@ -144,6 +149,13 @@ class ControlPlane:
         if ref not in self.ports:
             self.ports[ref] = free_port()
         return self.ports[ref]
+
+    def _replica_ports(self, ref: Ref, count: int) -> list[int]:
+        """A port per replica, stable for the life of the control plane (the workload's own port
+        is the balancer's)."""
+        ports = self.replica_ports.setdefault(ref, [])
+        ports.extend(free_port() for _ in range(count - len(ports)))
+        return ports[:count]
 
     def endpoint_of(self, kind: str, namespace: str, name: str) -> str:
         return f"http://{LOOPBACK}:{self.port_of(Ref(kind, namespace, name))}"
@@ -214,8 +226,8 @@ class ControlPlane:
                 "name": workload.process.name,
                 "kind": ref.kind,
                 "resource": ref.name,
-                "replicas": 1,
-                "readyReplicas": 1 if supervisor and supervisor.ready else 0,
+                "replicas": supervisor.count if supervisor else 1,
+                "readyReplicas": supervisor.ready_count if supervisor else 0,
                 "pid": supervisor.pid if supervisor else None,
                 "restarts": supervisor.restarts if supervisor else 0,
                 "port": workload.process.port,
@@ -247,7 +259,10 @@ class ControlPlane:
             message = (resource.get("status") or {}).get("message", "")
             return Backend(None, 503, f"{route.kind} {route.name} is not ready (phase {phase}){': ' + message if message else ''}")
         timeout = route_timeout((spec.get("gatewayRoute") or {}).get("timeout"))
-        return Backend(workload.process.port, timeout=timeout)
+        port = supervisor.pick_port()  # the next ready replica
+        if port is None:
+            return Backend(None, 503, f"{route.kind} {route.name} has no ready replica")
+        return Backend(port, timeout=timeout)
 
     # reconcile
 
@@ -279,10 +294,10 @@ class ControlPlane:
             return
         since = started()
         observed = {dep: self.resources.get(dep) for dep in reconcile.dependencies(resource)}
-        plan = reconcile.plan(resource, observed, self.settings, self.endpoint_of)
+        plan = reconcile.plan(resource, observed, self._plan_settings(), self.endpoint_of)
         error = ""
         if plan.phase == reconcile.DEPLOY and plan.values is not None:
-            error = await self._deploy(ref, plan)
+            error = self._ensure_redis(plan.values) or await self._deploy(ref, plan)
         elif plan.phase != reconcile.WAITING:
             await self._stop_workload(ref)
         # Waiting keeps a process that already runs, as the operator keeps a deployed release.
@@ -291,7 +306,7 @@ class ControlPlane:
         if supervisor is None:
             new_status = reconcile.status(resource, plan, None, None)
         else:
-            new_status = reconcile.status(resource, plan, 1 if supervisor.ready else 0, 1)
+            new_status = reconcile.status(resource, plan, supervisor.ready_count, supervisor.count)
             if supervisor.message and not supervisor.ready:
                 new_status["message"] = "; ".join(filter(None, [new_status.get("message"), supervisor.message]))
         if supervisor is not None and supervisor.crash_looping:
@@ -303,6 +318,19 @@ class ControlPlane:
             new_status["tools"] = self._known_tools(ref, new_status["endpoint"], workload and workload.process)
         self._set_status(ref, resource, new_status)
         reconciled(ref.kind, new_status["phase"], since)
+
+    def _plan_settings(self):
+        """The settings, with the local Redis as the platform's Redis unless KAOS_MEMORY_REDIS_URL names one."""
+        if self.settings.memory_redis_url:
+            return self.settings
+        return self.settings.model_copy(update={"memory_redis_url": self.redis.url})
+
+    def _ensure_redis(self, values: dict) -> str:
+        """Start the local Redis for an agent whose memory is in it; an error message when it cannot run."""
+        memory = values.get("memory") or {}
+        if memory.get("backend") == "redis" and (memory.get("redis") or {}).get("url") == self.redis.url:
+            return self.redis.ensure()
+        return ""
 
     def _known_tools(self, ref: Ref, endpoint: str, process: LocalProcess | None) -> list[str]:
         """The tools discovered for this endpoint and process; discovery runs in the background
@@ -349,7 +377,7 @@ class ControlPlane:
             if key != workload.values_key:
                 workload.rendered = await self.render(plan.chart, plan.release, ref.namespace, plan.values)
                 workload.values_key = key
-            process = self._process_of(ref, workload.rendered, objects)
+            processes = self._processes_of(ref, workload.rendered, objects)
         except CannotRunLocally as error:
             await self._stop_workload(ref)
             return str(error)
@@ -357,16 +385,19 @@ class ControlPlane:
             workload.values_key = ""
             await self._stop_workload(ref)
             return f"rendering chart {plan.chart} failed: {error}"
-        if process != workload.process or workload.supervisor is None:
+        if processes != workload.processes or workload.supervisor is None:
             if workload.supervisor is not None:
                 await workload.supervisor.stop()
-            workload.process = process
-            workload.supervisor = Supervisor(process, self.log_path(ref.namespace, process.name),
-                                             lambda: self._enqueue(ref))
-            workload.supervisor.start()
+            workload.processes, workload.process = processes, (processes[0] if processes else None)
+            name = processes[0].name if processes else plan.release
+            workload.supervisor = Replicas(processes, self.port_of(ref), self.log_path(ref.namespace, name),
+                                           lambda: self._enqueue(ref))
+            await workload.supervisor.start()
         return ""
 
-    def _process_of(self, ref: Ref, rendered: list[dict], namespace_objects: dict) -> LocalProcess:
+    def _processes_of(self, ref: Ref, rendered: list[dict], namespace_objects: dict) -> tuple[LocalProcess, ...]:
+        """One process per replica of the rendered Deployment: the first on the workload's own
+        port when it is alone, each on a port of its own behind that port otherwise."""
         objects = dict(namespace_objects)
         deployments = []
         for obj in rendered:
@@ -377,9 +408,12 @@ class ControlPlane:
         if len(deployments) != 1:
             raise CannotRunLocally(f"the chart rendered {len(deployments)} Deployments; `kaos up` runs exactly one per resource")
         name = deployments[0]["metadata"]["name"]
-        return local_process(
-            deployments[0], objects, self.port_of(ref),
-            str(self.home / "volumes" / ref.namespace / name), self.which, self._base_env,
+        replicas = deployments[0].get("spec", {}).get("replicas", 1)
+        ports = [self.port_of(ref)] if replicas == 1 else self._replica_ports(ref, replicas)
+        return tuple(
+            local_process(deployments[0], objects, port, str(self.home / "volumes" / ref.namespace / name),
+                          self.which, self._base_env)
+            for port in ports
         )
 
     async def _stop_workload(self, ref: Ref) -> None:
