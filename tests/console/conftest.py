@@ -90,7 +90,7 @@ class Kaos:
         self.client.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kaos_up(tmp_path_factory) -> Kaos:
     base = tmp_path_factory.mktemp("console")
     kaos = Kaos(base / "home", scripted_quickstart(base / "manifests"))
@@ -101,8 +101,10 @@ def kaos_up(tmp_path_factory) -> Kaos:
         kaos.down()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one module: Playwright's sync API runs an event loop in this thread while it
+    is open, which the asyncio tests of other modules must not find running."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

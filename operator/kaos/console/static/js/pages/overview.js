@@ -31,7 +31,7 @@ function row(item) {
     h('td', {}, item.kind),
     h('th', { scope: 'row' }, h('a', { href: pageOf(item), 'data-key': `link:${key}`, 'aria-label': `${KIND_WORD[item.kind]} ${name}` }, name)),
     h('td', {}, badge(health), status.phase && status.phase !== health.label ? h('span', { class: 'muted' }, ` (${status.phase})`) : null),
-    h('td', {}, status.ready ? 'yes' : 'no', status.replicas !== undefined ? h('span', { class: 'muted' }, ` ${status.readyReplicas || 0}/${status.replicas || 0}`) : null),
+    h('td', { class: 'nowrap' }, status.ready ? 'yes' : 'no', status.replicas !== undefined ? h('span', { class: 'muted' }, ` ${status.readyReplicas || 0}/${status.replicas || 0}`) : null),
     h('td', { class: 'mono' }, status.endpoint || '—'),
     h('td', {}, summaryOf(item)),
     h('td', { class: 'message' }, message),
@@ -39,7 +39,7 @@ function row(item) {
 }
 
 export function render(main) {
-  const counts = h('div', { class: 'summary', 'aria-live': 'polite' });
+  const counts = h('p', { class: 'summary', 'aria-live': 'polite' });
   const body = h('div');
   const updated = h('p', { class: 'hint' });
   replace(main,
@@ -55,8 +55,8 @@ export function render(main) {
     last = signature;
     const byState = {};
     for (const item of state.items) byState[item.health?.label || 'Unknown'] = (byState[item.health?.label || 'Unknown'] || 0) + 1;
-    replace(counts, h('span', {}, `${state.items.length} resource${state.items.length === 1 ? '' : 's'}:`),
-      Object.entries(byState).map(([label, n]) => h('span', {}, `${n} ${label}`)).flatMap((el, i) => (i ? [', ', el] : [el])));
+    counts.textContent = `${state.items.length} resource${state.items.length === 1 ? '' : 's'}: `
+      + Object.entries(byState).map(([label, n]) => `${n} ${label}`).join(', ');
     keepFocus(() => {
       if (!state.items.length) {
         replace(body, h('p', {}, 'No resources yet. Apply manifests with ', h('code', {}, 'kaos apply -f <folder>'),
