@@ -75,7 +75,8 @@ def test_operator_deployment_is_locked_down_and_probed():
     assert c["envFrom"] == [{"configMapRef": {"name": "kaos-operator-settings"}}]
     assert {"name": "KAOS_OPERATOR_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"},
+                          {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]
     assert c["resources"]["limits"] and c["resources"]["requests"]
 
 
@@ -209,3 +210,37 @@ def test_an_existing_service_account_is_used_by_name():
     docs = platform({"serviceAccount": {"create": False, "name": "ops"}})
     assert "ServiceAccount" not in kinds(docs)
     assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
+
+
+def test_memory_settings_and_the_optional_redis():
+    data = one(platform(), "ConfigMap", "kaos-operator-settings")["data"]
+    assert (data["KAOS_MEMORY_BACKEND"], data["KAOS_MEMORY_REDIS_URL"]) == ("local", "")
+    assert not [d for d in platform() if d["metadata"]["name"].endswith("-redis")]
+
+    existing = platform({"memory": {"backend": "redis", "redis": {"url": "redis://redis.shared:6379/1"}}})
+    data = one(existing, "ConfigMap", "kaos-operator-settings")["data"]
+    assert (data["KAOS_MEMORY_BACKEND"], data["KAOS_MEMORY_REDIS_URL"]) == ("redis", "redis://redis.shared:6379/1")
+
+    deployed = platform({"memory": {"redis": {"deploy": True}}, "networkPolicy": {"enabled": True}})
+    data = one(deployed, "ConfigMap", "kaos-operator-settings")["data"]
+    assert data["KAOS_MEMORY_REDIS_URL"] == f"redis://kaos-redis.{NS}.svc.cluster.local:6379/0"
+    service = one(deployed, "Service", "kaos-redis")
+    assert service["spec"]["ports"][0]["port"] == 6379
+    deployment = one(deployed, "Deployment", "kaos-redis")
+    pod = deployment["spec"]["template"]["spec"]
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    container = pod["containers"][0]
+    assert container["image"] == "redis:7.2-alpine" and "--maxmemory-policy" in container["args"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and container["securityContext"]["readOnlyRootFilesystem"]
+    policy = one(deployed, "NetworkPolicy", "kaos-redis")
+    assert policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/component": "agent"}
+
+    from kaos.settings import Settings
+
+    settings = Settings.from_env(data)
+    assert settings.memory_redis_url == data["KAOS_MEMORY_REDIS_URL"] and settings.memory_backend == "local"
+
+
+def test_memory_values_are_checked():
+    assert "memory" in render_error("kaos", {"memory": {"backend": "memcached"}}, namespace=NS, release="kaos")
+    assert "url" in render_error("kaos", {"memory": {"redis": {"url": "http://x"}}}, namespace=NS, release="kaos")
