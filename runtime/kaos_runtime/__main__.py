@@ -22,7 +22,7 @@ def _serve(app, server: ServerSettings) -> None:
 
     level = server.log_level
     uvicorn.run(app, host=server.host, port=server.port, log_level=level.lower(), access_log=level == "DEBUG",
-                server_header=False)
+                server_header=False, timeout_graceful_shutdown=server.shutdown_grace)
 
 
 def _agent(server: ServerSettings) -> None:

@@ -83,7 +83,7 @@ class Runtime:
                              self.peers.fetch_cards(STARTUP_DISCOVERY_SECONDS))
         if not (self.tools.complete and self.peers.complete):
             log.warning("startup discovery incomplete; it is retried lazily")
-        if self.config.model_preload:
+        if self.config.preload:
             self.waiting_for = ["model client"]
             try:
                 await self.model.load()

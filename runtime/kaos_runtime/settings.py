@@ -26,6 +26,7 @@ import json
 import os
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
@@ -46,6 +47,11 @@ def _log_level(value: Any) -> Any:
     """A level name in any case; anything else falls back to INFO (as it always has)."""
     level = _trimmed(value).upper() if isinstance(value, str) else value
     return level if level in LOG_LEVELS else "INFO"
+
+
+def _auto(value: Any) -> Any:
+    """``auto`` (any case) is None: the setting decides from the others."""
+    return None if isinstance(value, str) and value.strip().lower() == "auto" else _trimmed(value)
 
 
 Trimmed = Annotated[str, BeforeValidator(_trimmed)]
@@ -139,6 +145,8 @@ class ServerSettings(_Settings):
     host: Trimmed = Field("0.0.0.0", validation_alias="HOST")
     port: int = Field(8000, ge=1, le=65535, validation_alias="PORT")
     log_level: LogLevel = Field("INFO", validation_alias=AliasChoices("AGENT_LOG_LEVEL", "LOG_LEVEL"))
+    # On SIGTERM: requests and streams still open after this many seconds are cancelled.
+    shutdown_grace: float = Field(5.0, ge=0, validation_alias="SHUTDOWN_GRACE_SECONDS")
 
 
 class MemorySettings(_Settings):
@@ -185,9 +193,17 @@ class AgentSettings(_Settings):
     model_max_retries: int = Field(2, ge=0, validation_alias="MODEL_MAX_RETRIES")
     model_retry_backoff: float = Field(0.25, ge=0, validation_alias="MODEL_RETRY_BACKOFF_SECONDS")
     model_client: ModelClientName = Field("direct", validation_alias="MODEL_CLIENT")
-    model_preload: Flag = Field(False, validation_alias="MODEL_PRELOAD")
+    # auto: load litellm before /ready answers when a model is configured and replies are not scripted.
+    model_preload: Annotated[bool | None, BeforeValidator(_auto)] = Field(None, validation_alias="MODEL_PRELOAD")
     peer_timeout: float = Field(120.0, ge=0, validation_alias="PEER_TIMEOUT_SECONDS")
     tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
+
+    @property
+    def preload(self) -> bool:
+        """Load the model client (litellm) before reporting ready (MODEL_PRELOAD, default auto)."""
+        if self.model_preload is not None:
+            return self.model_preload
+        return bool(self.model_api_url) and self.mock_responses is None
 
     @field_validator("mock_responses", mode="before")
     @classmethod
@@ -210,7 +226,7 @@ class AgentSettings(_Settings):
             for name, url in _listed_urls(env, "PEER_AGENTS", "PEER_AGENT_{key}_CARD_URL", "peer")
         )
         servers = tuple(
-            McpServer(name=name, url=url)
+            McpServer(name=name, url=mcp_url(url))
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
         return {"memory": MemorySettings.from_env(env), "peers": peers, "mcp_servers": servers}
@@ -247,6 +263,15 @@ class TelemetrySettings(_Settings):
 def env_key(name: str) -> str:
     """`worker-1` -> `WORKER_1`: how a peer or MCP server name appears in a variable name."""
     return name.strip().upper().replace("-", "_").replace(".", "_")
+
+
+def mcp_url(url: str) -> str:
+    """The MCP endpoint of ``MCP_SERVER_<NAME>_URL``: a base URL without a path (upstream KAOS's
+    shape, ``http://mcpserver-echo:8000``) gets ``/mcp`` appended; a URL with a path is kept."""
+    parts = urlsplit(url)
+    if parts.path in ("", "/"):
+        return urlunsplit(parts._replace(path="/mcp"))
+    return url
 
 
 def peer_base_url(card_url: str) -> str:

@@ -49,7 +49,7 @@ def start(log_dir):
         service = spawn(name, ["-m", "kaos_runtime", kind], env, log_dir, port=port)
         started.append(service)
         if ready:
-            wait_until_ok(service, "/ready" if kind == "agent" else "/health")
+            wait_until_ok(service, "/ready" if kind == "agent" else "/health", timeout=90)  # /ready: litellm loaded
         return service
 
     yield _start

@@ -113,6 +113,9 @@ def resource_summary_of(ref: Ref) -> dict:
     return {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
 
 
+SHUTDOWN_GRACE = 3.0  # seconds open requests and streams get after SIGTERM or `kaos down`
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: the control plane stops its processes first."""
 
@@ -148,6 +151,7 @@ async def serve(
     server = _Server(uvicorn.Config(
         app, host=LOOPBACK, port=port, log_level="warning", access_log=False,
         lifespan="off", timeout_keep_alive=30, http="httptools", loop="asyncio",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # a client holding a proxied stream cannot stall a stop
     ))
     control.start()
     loop = asyncio.get_running_loop()
