@@ -75,7 +75,8 @@ def test_operator_deployment_is_locked_down_and_probed():
     assert c["envFrom"] == [{"configMapRef": {"name": "kaos-operator-settings"}}]
     assert {"name": "KAOS_OPERATOR_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"},
+                          {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]
     assert c["resources"]["limits"] and c["resources"]["requests"]
 
 

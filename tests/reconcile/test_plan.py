@@ -182,6 +182,7 @@ def test_agent_values_follow_the_chart_contract():
         "expose": True,
         "gateway": {"enabled": True, "parentRef": {"name": "kaos-gateway", "namespace": "kaos-system"}, "timeout": "120s"},
         "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
+        "metrics": {"annotations": True, "serviceMonitor": {"enabled": False}},
     }
 
 

@@ -29,6 +29,8 @@ def test_defaults_equal_the_platform_chart_values():
     assert dict(settings.mcp_runtimes) == (VALUES["mcpRuntimes"] or {})
     assert settings.log_level == VALUES["operator"]["logLevel"]
     assert settings.health_port == VALUES["operator"]["healthPort"]
+    assert settings.metrics_port == 0 and VALUES["operator"]["metricsPort"] == 9090  # off unless the chart says
+    assert settings.service_monitor_enabled == VALUES["metrics"]["serviceMonitor"]["enabled"]
     assert settings.charts_dir == REPO_CHARTS_DIR
     assert settings.cluster_domain == VALUES.get("clusterDomain", "cluster.local")
 
