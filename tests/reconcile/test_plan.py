@@ -254,6 +254,7 @@ def test_modelapi_values_follow_the_chart_contract():
             "apiBase": "http://ollama:11434",
             "apiKey": {"value": "", "secretKeyRef": {"name": "keys", "key": "ollama"}},
             "configYaml": "",
+            "allowMockResponse": False,
         },
         "hosted": {"image": SETTINGS.ollama_image.values(), "model": ""},
         "env": [{"name": "X", "value": "1"}],

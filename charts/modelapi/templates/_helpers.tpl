@@ -32,8 +32,21 @@ HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos
 {{- end -}}
 {{- end -}}
 
-{{/* LiteLLM proxy config rendered from models/provider/apiBase, or configYaml verbatim. */}}
+{{/* LiteLLM proxy config rendered from models/provider/apiBase, or configYaml verbatim; with
+proxy.allowMockResponse, either gets general_settings.custom_auth (files/kaos_mock_auth.py). */}}
 {{- define "modelapi.litellmConfig" -}}
+{{- if .Values.proxy.allowMockResponse -}}
+{{- $config := include "modelapi.litellmBaseConfig" . | fromYaml -}}
+{{- $general := get $config "general_settings" | default dict -}}
+{{- $_ := set $general "custom_auth" "kaos_mock_auth.user_api_key_auth" -}}
+{{- $_ := set $config "general_settings" $general -}}
+{{- toYaml $config -}}
+{{- else -}}
+{{- include "modelapi.litellmBaseConfig" . -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "modelapi.litellmBaseConfig" -}}
 {{- $p := .Values.proxy -}}
 {{- if $p.configYaml -}}
 {{- $p.configYaml -}}

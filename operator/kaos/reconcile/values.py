@@ -132,6 +132,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
                 "secretKeyRef": copy.deepcopy((api_key.get("valueFrom") or {}).get("secretKeyRef") or {}),
             },
             "configYaml": (proxy.get("configYaml") or {}).get("fromString") or "",
+            "allowMockResponse": bool(proxy.get("allowMockResponse")),
         },
         "hosted": {
             "image": hosted_image,
