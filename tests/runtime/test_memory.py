@@ -140,6 +140,7 @@ async def test_redis_keys_bounded_and_ttl_expires_sessions(redis_server):
     for index in range(40):
         await memory.record(f"s{index}", "user_message", "x" * 100)
         await memory.record(f"s{index}", "agent_response", "y")
+    await memory.flush()
     keys = redis_server.keys("test:bounded:*")
     assert len(keys) == 5 + 2, keys
     assert await memory.sessions() == [f"s{index}" for index in range(35, 40)]
@@ -148,6 +149,7 @@ async def test_redis_keys_bounded_and_ttl_expires_sessions(redis_server):
     expiring = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:ttl",
                                           ttl_seconds=1), "a")
     await expiring.record("old", "user_message", "x")
+    await expiring.flush()
     assert 0 < int(redis_server.command("PTTL", "test:ttl:session:old")) <= 1000
     redis_server.command("PEXPIRE", "test:ttl:session:old", "1")  # as if a second had passed
     await eventually(lambda: redis_server.command("EXISTS", "test:ttl:session:old") == 0, 5, what="expiry")
@@ -163,12 +165,14 @@ async def test_redis_unreachable_is_memory_unavailable_then_an_error_event(tmp_p
     try:
         await memory.record("s", "user_message", "before")
         server.stop()
+        await memory.record("s", "user_message", "during")  # queued: the request does not wait for it
         with pytest.raises(MemoryUnavailable, match=r"agent memory unavailable: Redis at 127\.0\.0\.1:\d+/0"):
-            await memory.record("s", "user_message", "during")
+            await memory.record("s", "agent_response", "during")  # the end of a turn waits, and fails
         with pytest.raises(MemoryUnavailable):
             await memory.events()
         server = RedisServer(tmp_path / "redis", port=server.port).start()
         await memory.record("s", "user_message", "after")
+        await memory.flush()
         events, total = await memory.events(session_id="s")
         assert [e["event_type"] for e in events] == ["error", "user_message"]
         assert "unavailable" in events[0]["content"] and events[0]["metadata"]["memory"] == "unavailable"

@@ -104,6 +104,9 @@ class Memory(ABC):
             return []
         return await self._history(session_id, limit)
 
+    async def flush(self) -> None:
+        """Wait until every event recorded so far is stored (the local backend stores at once)."""
+
     async def close(self) -> None:
         """Release connections (the local backend holds none)."""
 

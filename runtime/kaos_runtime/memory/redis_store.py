@@ -17,6 +17,15 @@ every write sets the TTL of its session and of the two shared keys, so an idle s
 expires in Redis and is then dropped from ``P:sessions``. At most
 ``MEMORY_MAX_SESSIONS + 2`` keys per agent.
 
+Writes are pipelined (a group commit): ``record`` queues the event, and whatever is queued is
+sent as one pipeline, in order, one batch on the wire at a time: one round trip for all the
+events that arrived meanwhile, from every request. A request does not wait for its first
+events; they are sent within ``FLUSH_DELAY`` (5 ms), or at once with the event that ends a
+turn (``agent_response``), which the request does wait for, with every event queued before
+it: an answer is only given once its turn is stored, and a quick turn costs one round trip.
+Reads (``history``, ``events``, ``sessions``) first send what is queued, so this process
+always reads its own writes.
+
 When Redis cannot be reached, each call raises ``MemoryUnavailable``; the session of the
 failed call is remembered (bounded) and an ``error`` event is written to it as soon as Redis
 answers again. redis-py reconnects by itself, so nothing needs a restart.
@@ -24,6 +33,7 @@ answers again. redis-py reconnects by itself, so nothing needs a restart.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import OrderedDict
@@ -32,7 +42,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..settings import MemorySettings
@@ -42,6 +52,10 @@ log = logging.getLogger("kaos_runtime.memory")
 
 # Outages remembered to be written as `error` events once Redis is back (one per session).
 MAX_PENDING_OUTAGES = 100
+# The event that ends a turn: recording it waits until it (and all before it) is stored.
+TURN_END = "agent_response"
+# Other events wait at most this long to be sent, so that a quick turn is one round trip.
+FLUSH_DELAY = 0.005
 
 # Drops sessions whose list expired (TTL) from the sorted set: they are always its oldest
 # members, because every write refreshes the TTL of the session it touches.
@@ -148,6 +162,12 @@ return found
 """
 
 
+def _consume(future: asyncio.Future) -> None:
+    """A write nobody waits for fails quietly here; its session gets an error event later."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _event_of(entry: str) -> dict:
     """``<seq>\\t<type>\\t<JSON>`` -> the event."""
     return json.loads(entry.split("\t", 2)[2])
@@ -185,37 +205,106 @@ class RedisMemory(Memory):
         self._sessions_script = self.client.register_script(_SESSIONS)
         self._history_script = self.client.register_script(_HISTORY)
         self._outages: OrderedDict[str, str] = OrderedDict()  # session id -> what failed
+        self._queue: list[tuple[str, dict, asyncio.Future]] = []
+        self._sending = asyncio.Lock()  # one batch on the wire at a time: the order is kept
+        self._timer: asyncio.TimerHandle | None = None
+        self._background: set[asyncio.Task] = set()
 
     def session_key(self, session_id: str) -> str:
         return self._list_prefix + session_id
 
     async def close(self) -> None:
+        await self.flush()
         await self.client.aclose()
 
+    async def flush(self) -> None:
+        """Send what is queued, after any batch already on the wire; return once it is written."""
+        await self._send_queued()
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _unavailable(self, what: str, error: Exception, sessions=()) -> MemoryUnavailable:
+        problem = f"agent memory unavailable: Redis at {self.where} ({what}): {type(error).__name__}: {error}"
+        for session_id in sessions:
+            self._outages[session_id] = problem
+            self._outages.move_to_end(session_id)
+        while len(self._outages) > MAX_PENDING_OUTAGES:
+            self._outages.popitem(last=False)
+        log.warning("%s", problem)
+        return MemoryUnavailable(problem)
+
     async def _call(self, what: str, script, keys: list[str], args: list, session_id: str | None = None):
-        """Run a script; a Redis failure becomes MemoryUnavailable (and a pending outage event)."""
+        """Run a script after the queued writes; a Redis failure becomes MemoryUnavailable
+        (and a pending outage event for the session)."""
+        await self.flush()
         try:
             if self._outages:
                 await self._write_outages()
             return await script(keys=keys, args=args)
         except RedisError as error:
-            problem = f"agent memory unavailable: Redis at {self.where} ({what}): {type(error).__name__}: {error}"
-            if session_id is not None:
-                self._outages[session_id] = problem
-                self._outages.move_to_end(session_id)
-                while len(self._outages) > MAX_PENDING_OUTAGES:
-                    self._outages.popitem(last=False)
-            log.warning("%s", problem)
-            raise MemoryUnavailable(problem) from None
+            raise self._unavailable(what, error, [session_id] if session_id else []) from None
+
+    async def _send_queued(self) -> None:
+        """Send everything queued as one batch (in the caller's task: no hop to another task)."""
+        async with self._sending:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not self._queue:
+                return
+            batch, self._queue = self._queue, []
+            try:
+                if self._outages:
+                    await self._write_outages()
+                await self._send(batch)
+            except RedisError as error:
+                failure = self._unavailable("record", error, dict.fromkeys(item[0] for item in batch))
+                for _, _, done in batch:
+                    if not done.done():
+                        done.set_exception(failure)
+            else:
+                for _, _, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+            finally:
+                if self._queue and self._timer is None:
+                    self._schedule()
 
     async def _write_outages(self) -> None:
-        """Record, in each session whose request failed, the error the client was given."""
+        """Record, in each session that lost events to an outage, an error event saying so."""
         while self._outages:
             session_id, problem = next(iter(self._outages.items()))
-            event = make_event(session_id, "error", f"{problem}; the request was answered with 503",
+            event = make_event(session_id, "error", f"{problem}; events of this session were not stored",
                                {"memory": "unavailable"})
             await self._append(session_id, event)
             self._outages.pop(session_id, None)
+
+    def _schedule(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._send_later)
+
+    def _send_later(self) -> None:
+        self._timer = None
+        task = asyncio.get_running_loop().create_task(self._send_queued())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _send(self, batch: list) -> None:
+        """One pipeline of EVALSHA calls. (Not redis-py's script registration in pipelines: it
+        asks SCRIPT EXISTS before every pipeline, a second round trip; a Redis that lost the
+        script, after a restart, answers NOSCRIPT and gets it once.)"""
+        script = self._record_script
+        for attempt in (1, 2):
+            pipe = self.client.pipeline(transaction=False)
+            for session_id, event, _ in batch:
+                keys, args = self._record_call(session_id, event)
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            try:
+                await pipe.execute()
+                return
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                script.sha = await self.client.script_load(script.script)
 
     def _record_call(self, session_id: str, event: dict) -> tuple[list[str], list]:
         keys = [self._sessions_key, self._seq_key, self.session_key(session_id)]
@@ -227,7 +316,14 @@ class RedisMemory(Memory):
         await self._record_script(*self._record_call(session_id, event))
 
     async def _record(self, session_id: str, event: dict) -> None:
-        await self._call("record", self._record_script, *self._record_call(session_id, event), session_id)
+        done = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_consume)
+        self._queue.append((session_id, event, done))
+        if event["event_type"] == TURN_END:
+            await self._send_queued()
+            await done  # set by this send, or by the one on the wire that took it along
+        elif self._timer is None:
+            self._schedule()
 
     async def _events(self, limit, session_id, event_type):
         result = await self._call(
