@@ -170,6 +170,8 @@ async def test_redis_unreachable_is_memory_unavailable_then_an_error_event(tmp_p
             await memory.record("s", "agent_response", "during")  # the end of a turn waits, and fails
         with pytest.raises(MemoryUnavailable):
             await memory.events()
+        with pytest.raises(MemoryUnavailable, match=r"\(ping\)"):
+            await memory.check()
         server = RedisServer(tmp_path / "redis", port=server.port).start()
         await memory.record("s", "user_message", "after")
         await memory.flush()

@@ -164,6 +164,8 @@ def test_redis_going_away_is_a_503_then_an_error_event_and_recovery(start, mock_
         assert down.status_code == 503 and down.headers["Retry-After"] == "1"
         detail = down.json()["detail"]
         assert detail.startswith("agent memory unavailable: Redis at 127.0.0.1:") and "try again" in detail
+        streamed = chat(agent, "during, streamed", session_id="storm", stream=True)
+        assert streamed.status_code == 503 and streamed.json()["detail"].startswith("agent memory unavailable")
         listing = httpx.get(agent.url + "/memory/events")
         assert listing.status_code == 503 and "Redis" in listing.json()["detail"]
         assert httpx.get(agent.url + "/health").status_code == 200

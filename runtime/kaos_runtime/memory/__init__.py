@@ -107,6 +107,10 @@ class Memory(ABC):
     async def flush(self) -> None:
         """Wait until every event recorded so far is stored (the local backend stores at once)."""
 
+    async def check(self) -> None:
+        """Raise MemoryUnavailable when the memory cannot be reached (before a response starts
+        that could no longer say so, a stream); the local backend always can."""
+
     async def close(self) -> None:
         """Release connections (the local backend holds none)."""
 

@@ -223,6 +223,12 @@ class RedisMemory(Memory):
         while self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
+    async def check(self) -> None:
+        try:
+            await self.client.ping()
+        except RedisError as error:
+            raise self._unavailable("ping", error) from None
+
     def _unavailable(self, what: str, error: Exception, sessions=()) -> MemoryUnavailable:
         problem = f"agent memory unavailable: Redis at {self.where} ({what}): {type(error).__name__}: {error}"
         for session_id in sessions:
