@@ -19,6 +19,7 @@ import asyncio
 import atexit
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wai
 from kaos.local.ports import free_port  # noqa: E402
 
 SHARED_MODELAPI = "e2e-llm"
+NARROW_MODELAPI = "e2e-narrow"
 # The one model the shared ModelAPI offers (the model the seed's agents ask for).
 SHARED_MODEL = "ollama/smollm2:135m"
 # What LiteLLM's mock_response answers (the shared ModelAPI in cluster mode, and test ModelAPIs).
@@ -281,8 +283,14 @@ def wait_for_deployment(namespace: str, name: str, timeout: float = 120) -> None
     wait_until(ready, timeout, interval=0.2, what=f"deployment {namespace}/{name}")
 
 
-def wait_for_resource_ready(url: str, timeout: float = 120, path: str = "/health") -> None:
-    """Wait until ``url + path`` answers 200 through the gateway (503 while the backend starts)."""
+def wait_for_resource_ready(url: str, timeout: float = 120, path: str = "/health", *,
+                            max_wait: float | None = None, health_path: str | None = None) -> bool:
+    """Wait until ``url + path`` answers 200 through the gateway (503 while the backend starts).
+
+    Also upstream KAOS's shape: ``wait_for_resource_ready(url, max_wait=30, health_path="/health")``.
+    """
+    timeout = max_wait if max_wait is not None else timeout
+    path = health_path or path
 
     def answers() -> bool:
         try:
@@ -291,6 +299,7 @@ def wait_for_resource_ready(url: str, timeout: float = 120, path: str = "/health
             return False
 
     wait_until(answers, timeout, interval=0.2, what=f"{url}{path} to answer 200")
+    return True
 
 
 def wait_for_status(kind: str, name: str, namespace: str, phase: str = "Ready", timeout: float = 120) -> dict:
@@ -303,14 +312,32 @@ def wait_for_status(kind: str, name: str, namespace: str, phase: str = "Ready", 
     return wait_until(reached, timeout, interval=0.2, what=f"{kind} {name} to be {phase}")
 
 
-async def async_wait_for_healthy(url: str, timeout: float = 60, path: str = "/health") -> None:
-    """Async variant: retry transient 503s until ``url + path`` answers 200."""
+async def async_wait_for_healthy(url: str, timeout: float = 60, path: str = "/health", *,
+                                 max_retries: int | None = None, delay: float | None = None) -> httpx.Response:
+    """Async variant: retry transient 503s until ``url + path`` answers 200; returns that response.
+
+    Upstream KAOS's shape, ``async_wait_for_healthy(url, max_retries=10, delay=1.0)``, tries
+    ``max_retries`` times ``delay`` apart and returns the last response whatever its status.
+    """
+    if max_retries is not None or delay is not None:
+        retries, pause = max(1, max_retries if max_retries is not None else 10), 1.0 if delay is None else delay
+        async with httpx.AsyncClient(timeout=30) as client:
+            for _ in range(retries - 1):
+                try:
+                    response = await client.get(url + path)
+                    if response.status_code == 200:
+                        return response
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(pause)  # upstream's retry interval, not a synchronisation
+            return await client.get(url + path)
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=5) as client:
         while True:
             try:
-                if (await client.get(url + path)).status_code == 200:
-                    return
+                response = await client.get(url + path)
+                if response.status_code == 200:
+                    return response
             except httpx.HTTPError:
                 pass
             if time.monotonic() >= deadline:
@@ -318,10 +345,26 @@ async def async_wait_for_healthy(url: str, timeout: float = 60, path: str = "/he
             await asyncio.sleep(0.2)
 
 
-def create_modelapi_resource(namespace: str, name: str, models: list[str] | None = None,
-                             mock_response: str | None = MOCK_REPLY, api_base: str | None = None) -> dict:
+_KAOS_MODELAPI_ARGS = ("models", "mock_response", "api_base")
+
+
+def create_modelapi_resource(namespace: str, name: str = "mock-proxy", models: list[str] | None = None,
+                             mock_response: str | None = MOCK_REPLY, api_base: str | None = None,
+                             **kwargs: Any) -> dict:
     """A Proxy ModelAPI offering ``models``: each answers ``mock_response`` (LiteLLM's mock, offline),
-    or is forwarded to the OpenAI-compatible server at ``api_base``."""
+    or is forwarded to the OpenAI-compatible server at ``api_base``.
+
+    Called as upstream KAOS does, ``create_modelapi_resource(namespace, name="mock-proxy")`` (none
+    of models, mock_response, api_base), it is upstream's: a Proxy offering every model (``*``)
+    that answers a request's own ``mock_response`` (proxyConfig.allowMockResponse).
+    """
+    given = {"models": models, "mock_response": mock_response, "api_base": api_base, **kwargs}
+    if models is None and mock_response is MOCK_REPLY and api_base is None and not kwargs:
+        return {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"mode": "Proxy", "proxyConfig": {"models": ["*"], "allowMockResponse": True}}}
+    if kwargs:
+        raise TypeError(f"create_modelapi_resource: unexpected arguments {sorted(kwargs)} "
+                        f"(KAOS's take {', '.join(_KAOS_MODELAPI_ARGS)}); got {given}")
     models = models or [SHARED_MODEL]
     params: dict[str, Any] = {"model": "openai/mock", "api_key": "not-needed"}
     if api_base:
@@ -341,15 +384,63 @@ def create_modelapi_hosted_resource(namespace: str, name: str, model: str = "smo
             "spec": {"mode": "Hosted", "hostedConfig": {"model": model}}}
 
 
-def create_mcpserver_resource(namespace: str, name: str, tools_source: str) -> dict:
+# What upstream KAOS's e2e MCPServer (test-mcp-echo-server) offers, as a python-string server.
+ECHO_TOOLS = '''
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+'''
+
+
+def create_mcpserver_resource(namespace: str, name: str = "echo-server", tools_source: str | None = None) -> dict:
+    """A python-string MCPServer; without tools (upstream KAOS's shape,
+    ``create_mcpserver_resource(namespace, name="echo-server")``) an echo server."""
     return {"apiVersion": API_VERSION, "kind": "MCPServer", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtime": "python-string", "params": tools_source}}
+            "spec": {"runtime": "python-string", "params": ECHO_TOOLS if tools_source is None else tools_source}}
 
 
-def create_agent_resource(namespace: str, name: str, modelapi: str, *, model: str = SHARED_MODEL,
-                          mcp_servers: list[str] | None = None, access: list[str] | None = None,
-                          mock_responses: list[str] | None = None, description: str = "",
-                          instructions: str = "Answer briefly.", max_steps: int = 5) -> dict:
+_UPSTREAM_AGENT_ARGS = ("modelapi_name", "mcpserver_names", "agent_name", "sub_agents",
+                        "reasoning_loop_max_steps", "model_name")
+
+
+def create_agent_resource(namespace: str, *args: Any, **kwargs: Any) -> dict:
+    """An Agent. KAOS's shape: ``create_agent_resource(namespace, name, modelapi, *, model=...,
+    mcp_servers=..., access=..., mock_responses=..., description=..., instructions=..., max_steps=...)``.
+
+    Upstream KAOS's shape is accepted too, unchanged: ``create_agent_resource(namespace,
+    modelapi_name, mcpserver_names, agent_name="echo-agent", sub_agents=None,
+    reasoning_loop_max_steps=None, model_name="ollama/smollm2:135m")``; it is recognised by its
+    third positional argument being a list, or by any of its keyword names.
+    """
+    upstream = (len(args) >= 2 and isinstance(args[1], (list, tuple))) or any(k in kwargs for k in _UPSTREAM_AGENT_ARGS)
+    if upstream:
+        return _upstream_agent_resource(namespace, *args, **kwargs)
+    return _agent_resource(namespace, *args, **kwargs)
+
+
+def _upstream_agent_resource(namespace: str, modelapi_name: str, mcpserver_names: list | None = None,
+                             agent_name: str = "echo-agent", sub_agents: list | None = None,
+                             reasoning_loop_max_steps: int | None = None,
+                             model_name: str = "ollama/smollm2:135m") -> dict:
+    """Upstream KAOS's Agent: the model in config.env's MODEL_NAME, no spec.model."""
+    config: dict[str, Any] = {
+        "description": "E2E test echo agent",
+        "instructions": "You are a helpful test assistant.",
+        "env": [{"name": "AGENT_LOG_LEVEL", "value": "INFO"}, {"name": "MODEL_NAME", "value": model_name}],
+    }
+    if reasoning_loop_max_steps is not None:
+        config["reasoningLoopMaxSteps"] = reasoning_loop_max_steps
+    return {
+        "apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": agent_name, "namespace": namespace},
+        "spec": {"modelAPI": modelapi_name, "mcpServers": list(mcpserver_names or []), "config": config,
+                 "agentNetwork": {"access": list(sub_agents or [])}},
+    }
+
+
+def _agent_resource(namespace: str, name: str, modelapi: str, *, model: str = SHARED_MODEL,
+                    mcp_servers: list[str] | None = None, access: list[str] | None = None,
+                    mock_responses: list[str] | None = None, description: str = "",
+                    instructions: str = "Answer briefly.", max_steps: int = 5) -> dict:
     env = [{"name": "DEBUG_MOCK_RESPONSES", "value": json.dumps(mock_responses)}] if mock_responses else []
     return {
         "apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": name, "namespace": namespace},
@@ -380,6 +471,37 @@ def deploy_and_wait(resource: dict, namespace: str, timeout: float = 120) -> str
 
 def kill_workload(namespace: str, name: str):
     return backend().kill_workload(namespace, name)
+
+
+def get_next_port() -> int:
+    """A free loopback port (upstream KAOS's helper for port-forwards)."""
+    return free_port()
+
+
+def port_forward(namespace: str, service_name: str, local_port: int, remote_port: int = 8000) -> subprocess.Popen:
+    """Forward ``127.0.0.1:local_port`` to a workload, as upstream KAOS's ``kubectl port-forward``
+    helper does; returns the forwarding process (``terminate()`` it when done). Locally a loopback
+    forwarder to the workload's process (``service_name`` is its Deployment's name, the only port
+    it has stands in for ``remote_port``); against a cluster ``kubectl port-forward svc/...``."""
+    if BACKEND == "cluster":
+        argv = ["kubectl", "port-forward", f"svc/{service_name}", f"{local_port}:{remote_port}", "-n", namespace]
+    else:
+        row = wait_until(lambda: backend().deployment(namespace, service_name), 60, interval=0.2,
+                         what=f"a local workload {namespace}/{service_name}")
+        argv = [sys.executable, "-m", "e2e.port_forward", str(local_port), str(row["port"])]
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"port-forward to {namespace}/{service_name} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", local_port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    wait_until(listening, 30, interval=0.05, what=f"the port-forward on {local_port}")
+    return process
 
 
 # fixtures
@@ -418,10 +540,23 @@ def shared_modelapi(test_namespace: str) -> str:
     requests inspectable); in a cluster it answers MOCK_REPLY with LiteLLM's mock_response.
     """
     server = mock_model()
-    resource = create_modelapi_resource(test_namespace, SHARED_MODELAPI, api_base=server.url if server else None)
+    # SHARED_MODEL, and "*" so that agents in upstream KAOS's shape may ask for any model name.
+    resource = create_modelapi_resource(test_namespace, SHARED_MODELAPI, models=[SHARED_MODEL, "*"],
+                                        api_base=server.url if server else None)
+    resource["spec"]["proxyConfig"]["allowMockResponse"] = True  # upstream's tests send mock_response
     deploy_and_wait(resource, test_namespace, timeout=180)
     wait_for_status("ModelAPI", SHARED_MODELAPI, test_namespace, "Ready", timeout=60)
     return SHARED_MODELAPI
+
+
+@pytest.fixture(scope="session")
+def narrow_modelapi(test_namespace: str) -> str:
+    """A Proxy ModelAPI offering only SHARED_MODEL (the shared one offers any model): for the
+    tests of a model that is not offered. Not waited for; returns its name."""
+    server = mock_model()
+    create_custom_resource(create_modelapi_resource(test_namespace, NARROW_MODELAPI, models=[SHARED_MODEL],
+                                                    api_base=server.url if server else None), test_namespace)
+    return NARROW_MODELAPI
 
 
 @pytest.fixture(scope="session")

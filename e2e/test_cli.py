@@ -101,12 +101,12 @@ def test_no_control_plane_and_port_in_use(tmp_path):
     assert again.returncode == 1 and "already running" in again.stderr
 
 
-def test_gateway_answers_json_404_and_503(test_namespace, shared_modelapi):
+def test_gateway_answers_json_404_and_503(test_namespace, narrow_modelapi):
     assert httpx.get(f"{backend().gateway}/not-a-route").status_code == 404
     unknown = httpx.get(gateway_url(test_namespace, "mcp", "nothing-here") + "/mcp")
     assert unknown.status_code == 404 and unknown.headers["content-type"] == "application/json"
     # an agent whose model the ModelAPI does not offer never runs: its route is 503 with the reason
-    create = create_agent_resource(test_namespace, "unrunnable", shared_modelapi, model="not-offered")
+    create = create_agent_resource(test_namespace, "unrunnable", narrow_modelapi, model="not-offered")
     backend().apply(create)
     wait_for_status("Agent", "unrunnable", test_namespace, "Failed")
     down = httpx.get(gateway_url(test_namespace, "agent", "unrunnable") + "/health")

@@ -17,11 +17,11 @@ from tests.support.polling import wait_until
 pytestmark = pytest.mark.e2e
 
 
-def test_a_model_the_modelapi_does_not_offer_is_failed_with_the_supported_list(test_namespace, shared_modelapi):
-    create_custom_resource(create_agent_resource(test_namespace, "wrong-model", shared_modelapi,
+def test_a_model_the_modelapi_does_not_offer_is_failed_with_the_supported_list(test_namespace, narrow_modelapi):
+    create_custom_resource(create_agent_resource(test_namespace, "wrong-model", narrow_modelapi,
                                                  model="gpt-not-offered"), test_namespace)
     status = wait_for_status("Agent", "wrong-model", test_namespace, "Failed", timeout=60)["status"]
-    assert "gpt-not-offered" in status["message"] and shared_modelapi in status["message"]
+    assert "gpt-not-offered" in status["message"] and narrow_modelapi in status["message"]
     assert status["ready"] is False
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "False"
 

@@ -90,7 +90,8 @@ def test_no_model_and_no_single_model_to_default_to_is_failed_with_what_to_set(m
 
 @pytest.mark.parametrize(
     "api, expected",
-    [(modelapi(models=("ollama/smollm2:135m",)), "ollama/smollm2:135m"), (modelapi(mode="Hosted"), "smollm2:135m")],
+    [(modelapi(models=("ollama/smollm2:135m",)), "ollama/smollm2:135m"), (modelapi(mode="Hosted"), "smollm2:135m"),
+     (modelapi(models=("ollama/smollm2:135m", "*")), "ollama/smollm2:135m")],  # a wildcard beside one named model
 )
 def test_no_model_uses_the_only_model_its_modelapi_offers(api, expected):
     result = plan(agent(model=None, waitForDependencies=False), observed_of(api), SETTINGS, endpoint_of)

@@ -55,9 +55,10 @@ def config_yaml_model_names(modelapi_spec: Mapping[str, Any]) -> list[str]:
 
 
 def sole_model(modelapi_spec: Mapping[str, Any]) -> str | None:
-    """The one model a ModelAPI offers, if it offers exactly one and no wildcard; else None.
+    """The one model a ModelAPI names, if it names exactly one (wildcards beside it, such as
+    ``["gpt-4o", "*"]``, do not count); else None.
 
-    An agent that names no model uses it: a ModelAPI serving a single model is an
+    An agent that names no model uses it: a ModelAPI serving a single named model is an
     unambiguous default.
     """
     if modelapi_spec.get("mode") == "Hosted":
@@ -66,9 +67,8 @@ def sole_model(modelapi_spec: Mapping[str, Any]) -> str | None:
         patterns = set(offered_models(modelapi_spec))
     except ModelConfigError:
         return None
-    if len(patterns) == 1 and "*" not in next(iter(patterns)):
-        return next(iter(patterns))
-    return None
+    named = [pattern for pattern in patterns if "*" not in pattern]
+    return named[0] if len(named) == 1 else None
 
 
 def admits(pattern: str, model: str) -> bool:
