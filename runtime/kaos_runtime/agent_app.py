@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from . import openai_format
+from . import a2a_server
 from .agent_loop import Agent, LoopRequest
 from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
 from .errors import describe
@@ -213,5 +214,6 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     route("/v1/chat/completions", chat, methods=["POST"])
     route("/memory/events", memory_events, methods=["GET"])
     route("/memory/sessions", memory_sessions, methods=["GET"])
+    a2a_server.mount(app, runtime)  # A2A JSON-RPC at /a2a, card at /.well-known/agent-card.json
 
     return app

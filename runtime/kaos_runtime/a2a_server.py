@@ -1,0 +1,141 @@
+"""The agent as an A2A server, with the official ``a2a-sdk`` (issue 12).
+
+- JSON-RPC at ``/a2a``: the A2A 1.0 methods (``SendMessage``, ``SendStreamingMessage``,
+  ``GetTask``, ``CancelTask``, ...) and, on the same endpoint, the 0.3 names clients still send
+  (``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``).
+- The card at ``/.well-known/agent-card.json``: name, description, the JSON-RPC interface (its
+  URL and protocol versions; the 0.3 fields ``url`` and ``protocolVersion`` too), skills from
+  the MCP tools, ``capabilities.streaming``. The older card paths stay as they are.
+- A message runs the agentic loop once: the task goes working, the answer is streamed as
+  artifact updates (when the loop streams; otherwise one artifact), then completed (or failed
+  with the error's text). A cancel cancels the run. An A2A context id is the KAOS session id,
+  so a conversation continued in one context shares the agent's memory with the OpenAI API.
+
+``mount(app, runtime)`` adds the routes; the SDK is imported only then.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from .agent_loop import LoopRequest
+from .errors import describe
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+log = logging.getLogger("kaos_runtime.a2a")
+
+A2A_PATH = "/a2a"
+CARD_PATH = "/.well-known/agent-card.json"
+PROTOCOL_VERSIONS = ("1.0", "0.3")
+SSE_GRACE_SECONDS = 1.0  # streams still open on shutdown: below the server's SHUTDOWN_GRACE_SECONDS
+
+
+class _ArtifactSink:
+    """Receives the answer's text from the loop as the model produces it; each piece becomes
+    one artifact update (appended after the first). One piece is held back so that the last
+    update carries ``last_chunk``."""
+
+    def __init__(self, updater, artifact_id: str) -> None:
+        self.updater = updater
+        self.artifact_id = artifact_id
+        self.held: str | None = None
+        self.sent = False
+
+    async def text(self, content: str) -> None:
+        if not content:
+            return
+        if self.held is not None:
+            await self._add(self.held, last=False)
+        self.held = content
+
+    async def finish(self, content: str) -> None:
+        """The end of the answer: the held piece, or the whole answer if nothing streamed."""
+        await self._add(self.held if self.held is not None else content, last=True)
+
+    async def _add(self, text: str, last: bool) -> None:
+        from a2a.helpers.proto_helpers import new_text_part
+
+        await self.updater.add_artifact([new_text_part(text)], artifact_id=self.artifact_id, name="answer",
+                                        append=self.sent, last_chunk=last)
+        self.sent = True
+
+
+def _executor(runtime):
+    from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+    from a2a.server.agent_execution import AgentExecutor
+    from a2a.server.tasks import TaskUpdater
+
+    streams = len(inspect.signature(runtime.agent.run).parameters) >= 2  # run(request, sink)
+
+    class KaosExecutor(AgentExecutor):
+        async def execute(self, context, event_queue) -> None:
+            if context.current_task is None:
+                await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            sink = _ArtifactSink(updater, f"{context.task_id}-answer")
+            await updater.start_work()
+            request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
+                                  session_id=context.context_id, depth=0, continued=True)
+            try:
+                with runtime.telemetry.server_span("a2a", {}, {"kaos.agent": runtime.config.name,
+                                                             "kaos.session_id": context.context_id}):
+                    answer = await (runtime.agent.run(request, sink) if streams else runtime.agent.run(request))
+            except Exception as error:  # the loop's own errors end the task, with the reason
+                log.warning("A2A task %s failed: %s", context.task_id, describe(error))
+                await updater.failed(new_text_message(describe(error), context_id=context.context_id,
+                                                      task_id=context.task_id))
+                return
+            await sink.finish(answer.content)
+            await updater.complete()
+
+        async def cancel(self, context, event_queue) -> None:
+            await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+    return KaosExecutor()
+
+
+def agent_card(runtime, base_url: str):
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+
+    config = runtime.config
+    url = base_url.rstrip("/") + A2A_PATH
+    return AgentCard(
+        name=config.name,
+        description=config.description or f"KAOS agent {config.name}",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)
+                              for version in PROTOCOL_VERSIONS],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id=tool["name"], name=tool["name"], description=tool.get("description") or tool["name"],
+                           tags=["mcp-tool"]) for tool in runtime.tools.skills()]
+        or [AgentSkill(id="chat", name="chat", description=config.description or "Answer a message", tags=["chat"])],
+    )
+
+
+def mount(app: "FastAPI", runtime) -> None:
+    """Add the A2A JSON-RPC endpoint and the A2A card to the agent's app."""
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+    from a2a.server.routes import create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+
+    handler = DefaultRequestHandler(agent_executor=_executor(runtime), task_store=InMemoryTaskStore(),
+                                    agent_card=agent_card(runtime, "http://localhost"))
+    for route in create_jsonrpc_routes(handler, A2A_PATH, enable_v0_3_compat=True,
+                                       shutdown_grace_period=SSE_GRACE_SECONDS):
+        app.router.routes.append(route)
+
+    async def card(request: Request) -> JSONResponse:
+        await runtime.tools.refresh_if_incomplete()
+        return JSONResponse(agent_card_to_dict(agent_card(runtime, str(request.base_url))))
+
+    app.router.add_route(CARD_PATH, card, methods=["GET"])
