@@ -51,7 +51,8 @@ def test_every_example_manifest_validates_against_the_crds(folder):
 def test_every_example_renders_through_the_reconcile_core_into_valid_objects(folder):
     resources = valid(folder)
     known = {ref_of(r): r for r in resources}
-    settings = Settings(gateway_enabled=True, network_policy_enabled=True)
+    settings = Settings(gateway_enabled=True, network_policy_enabled=True,  # and a platform Redis (memory.redis)
+                        memory_redis_url="redis://kaos-redis.kaos-system.svc.cluster.local:6379/0")
     endpoint_of = cluster_endpoint_of(settings, known)
     for resource in resources:
         observed = {}

@@ -29,9 +29,10 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="session")
 def platform(cluster):
     """The platform chart installed as release ``kaos`` in ``kaos-system`` (Helm 4, defaults plus
-    NetworkPolicies and the gateway routes); returns the operator Deployment."""
+    NetworkPolicies, the gateway routes and the Redis for agents' memory); returns the operator Deployment."""
     cluster.install_gateway_api()
-    return install_platform(cluster, "--set", "networkPolicy.enabled=true", "--set", "gateway.enabled=true")
+    return install_platform(cluster, "--set", "networkPolicy.enabled=true", "--set", "gateway.enabled=true",
+                            "--set", "memory.redis.deploy=true")
 
 
 @pytest.fixture(scope="session")

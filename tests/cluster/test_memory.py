@@ -58,8 +58,9 @@ def test_replicas_with_shared_memory_deploy_and_without_it_fail(cluster, operato
         "backend": "redis", "ttlSeconds": 3600,
         "redis": {"url": {"valueFrom": {"secretKeyRef": {"name": "agent-redis", "key": "url"}}}}})
     valued = _agent("valued", memory={"backend": "redis", "redis": {"url": {"value": "redis://r.elsewhere:6379/2"}}})
+    platformed = _agent("platformed", replicas=2, memory={"backend": "redis"})
     split = _agent("split", replicas=2)
-    _apply(cluster, namespace, secret, modelapi, shared, valued, split)
+    _apply(cluster, namespace, secret, modelapi, shared, valued, platformed, split)
 
     wait_ready(cluster, "Agent", "shared", namespace, timeout=90)
     deployment = cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/agent-shared")
@@ -75,6 +76,12 @@ def test_replicas_with_shared_memory_deploy_and_without_it_fail(cluster, operato
 
     wait_ready(cluster, "Agent", "valued", namespace, timeout=90)
     assert _env(cluster, namespace, "agent-valued")["REDIS_URL"] == "redis://r.elsewhere:6379/2"
+
+    # No URL of its own: the platform's Redis (the session's platform deploys one).
+    wait_ready(cluster, "Agent", "platformed", namespace, timeout=90)
+    env = _env(cluster, namespace, "agent-platformed")
+    assert env["REDIS_URL"] == "redis://kaos-redis.kaos-system.svc.cluster.local:6379/0"
+    assert deployment_available(cluster, "kaos-system", "kaos-redis")
 
     failed = wait_until(lambda: (lambda s: s if s.get("phase") == "Failed" else None)(
         (resource(cluster, "Agent", "split", namespace) or {}).get("status") or {}), 60, interval=0.2,
