@@ -19,6 +19,7 @@ from fastapi.responses import Response
 from . import openai_format
 from . import a2a_server
 from .agent_loop import Agent, LoopRequest
+from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
 from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
 from .errors import describe
 from .http import HttpClient
@@ -67,6 +68,8 @@ class Runtime:
         self.memory = create_memory(config.memory, config.name)
         self.metrics = Metrics()
         self.model = MeteredModel(ModelClient(config), self.metrics, config.model_name)
+        self.budget = create_budget(config.budget, config.name, config.memory, self.metrics.budget_rejected, self.memory)
+        self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.tools = MeteredTools(ToolCatalog(config.mcp_servers, config.tool_timeout), self.metrics)
         self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout), self.metrics)
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
@@ -101,6 +104,7 @@ class Runtime:
         await self.model.close()
         await self.http.close()
         await self.memory.close()
+        await self.budget.close()
         self.telemetry.shutdown()
 
 
@@ -133,6 +137,10 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     @app.exception_handler(BadRequest)
     async def bad_request(_: Request, error: BadRequest) -> Response:
         return _json({"detail": error.detail}, error.status)
+
+    @app.exception_handler(BudgetExceeded)
+    async def budget_exceeded(_: Request, error: BudgetExceeded) -> Response:
+        return _json(error.body(), 429, headers={"Retry-After": str(error.retry_after)})
 
     @app.exception_handler(MemoryUnavailable)
     async def memory_unavailable(_: Request, error: MemoryUnavailable) -> Response:
@@ -174,6 +182,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
         given = request.headers.get(SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
+        await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         with runtime.telemetry.server_span("chat", request.headers, attributes):
             answer = await runtime.agent.run(LoopRequest(

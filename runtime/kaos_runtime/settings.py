@@ -173,6 +173,22 @@ class MemorySettings(_Settings):
         return self
 
 
+class BudgetSettings(_Settings):
+    """Token budgets checked before each model call (kaos_runtime/budget.py); 0: no limit."""
+
+    tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_MINUTE")
+    tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_DAY")
+    # The same for each caller identity on its own.
+    caller_tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_CALLER_TOKENS_PER_MINUTE")
+    caller_tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_CALLER_TOKENS_PER_DAY")
+    # The ModelAPI's budget, for everything that uses it (shared through Redis when the memory is there).
+    model_api: Trimmed = Field("", validation_alias="BUDGET_MODELAPI")
+    model_api_tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_MODELAPI_TOKENS_PER_MINUTE")
+    model_api_tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_MODELAPI_TOKENS_PER_DAY")
+    # Prefix of the Redis keys of the counts (MEMORY_BACKEND=redis).
+    key_prefix: Trimmed = Field("kaos:budget", validation_alias="BUDGET_KEY_PREFIX")
+
+
 class AgentSettings(_Settings):
     """``kaos-runtime agent``."""
 
@@ -186,6 +202,7 @@ class AgentSettings(_Settings):
     peers: tuple[Peer, ...] = ()
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     mock_responses: Annotated[tuple[str, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
     max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")
@@ -229,7 +246,8 @@ class AgentSettings(_Settings):
             McpServer(name=name, url=mcp_url(url))
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
-        return {"memory": MemorySettings.from_env(env), "peers": peers, "mcp_servers": servers}
+        return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env), "peers": peers,
+                "mcp_servers": servers}
 
 
 class McpServerSettings(_Settings):

@@ -184,6 +184,8 @@ def test_agent_values_follow_the_chart_contract():
         "gateway": {"enabled": True, "parentRef": {"name": "kaos-gateway", "namespace": "kaos-system"}, "timeout": "120s"},
         "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": False}},
+        "budget": {"tokensPerMinute": 0, "tokensPerDay": 0, "perCaller": {"tokensPerMinute": 0, "tokensPerDay": 0},
+                   "modelAPI": {"tokensPerMinute": 0, "tokensPerDay": 0}},
     }
 
 

@@ -58,6 +58,26 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MEMORY_TTL_SECONDS" "value" (toString $v.memory.ttlSeconds)) -}}
 {{- end -}}
 {{- end -}}
+{{- with $v.budget -}}
+{{- $limits := list (list "BUDGET_TOKENS_PER_MINUTE" .tokensPerMinute) (list "BUDGET_TOKENS_PER_DAY" .tokensPerDay) -}}
+{{- $caller := .perCaller | default dict -}}
+{{- $limits = concat $limits (list (list "BUDGET_CALLER_TOKENS_PER_MINUTE" $caller.tokensPerMinute) (list "BUDGET_CALLER_TOKENS_PER_DAY" $caller.tokensPerDay)) -}}
+{{- $model := .modelAPI | default dict -}}
+{{- $limits = concat $limits (list (list "BUDGET_MODELAPI_TOKENS_PER_MINUTE" $model.tokensPerMinute) (list "BUDGET_MODELAPI_TOKENS_PER_DAY" $model.tokensPerDay)) -}}
+{{- $any := false -}}
+{{- range $limits -}}
+{{- if gt (int64 (index . 1 | default 0)) 0 -}}
+{{- $any = true -}}
+{{- $env = append $env (dict "name" (index . 0) "value" (printf "%d" (int64 (index . 1)))) -}}
+{{- end -}}
+{{- end -}}
+{{- if or (gt (int64 ($model.tokensPerMinute | default 0)) 0) (gt (int64 ($model.tokensPerDay | default 0)) 0) -}}
+{{- $env = append $env (dict "name" "BUDGET_MODELAPI" "value" (printf "%s/%s" $.Release.Namespace $v.modelAPI.name)) -}}
+{{- end -}}
+{{- if $any -}}
+{{- $env = append $env (dict "name" "BUDGET_KEY_PREFIX" "value" (printf "kaos:%s:budget" $.Release.Namespace)) -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.telemetry.enabled -}}
 {{- $env = append $env (dict "name" "OTEL_SDK_DISABLED" "value" "false") -}}
 {{- $env = append $env (dict "name" "OTEL_SERVICE_NAME" "value" (include "kaos-common.names.fullname" .)) -}}

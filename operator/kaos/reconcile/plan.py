@@ -194,6 +194,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         mcp_servers=[{"name": r.name, "url": url(r)} for r in present if r.kind == MCPSERVER],
         peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
         default_model=default_model,
+        model_api_budget=((modelapi or {}).get("spec") or {}).get("budget"),
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
     return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))

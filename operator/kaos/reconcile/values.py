@@ -70,6 +70,14 @@ def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
     }
 
 
+def budget_values(budget: Mapping[str, Any], model_api_budget: Mapping[str, Any]) -> dict[str, Any]:
+    """spec.budget of the Agent and of its ModelAPI as the chart's ``budget`` (0: no limit)."""
+    def limits(source: Mapping[str, Any]) -> dict[str, int]:
+        return {"tokensPerMinute": source.get("tokensPerMinute") or 0, "tokensPerDay": source.get("tokensPerDay") or 0}
+
+    return {**limits(budget), "perCaller": limits(budget.get("perCaller") or {}), "modelAPI": limits(model_api_budget)}
+
+
 def agent_values(
     resource: Mapping[str, Any],
     settings,
@@ -77,6 +85,7 @@ def agent_values(
     mcp_servers: list[dict[str, str]],
     peers: list[dict[str, str]],
     default_model: str = "",
+    model_api_budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec = resource.get("spec") or {}
     config = spec.get("config") or {}
@@ -105,6 +114,7 @@ def agent_values(
         "gateway": gateway_values(spec, settings, enabled=expose),
         "networkPolicy": network_policy_values(settings),
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
+        "budget": budget_values(spec.get("budget") or {}, model_api_budget or {}),
     }
 
 

@@ -1,0 +1,238 @@
+"""Token budgets, checked before each model call (``BUDGET_*``; see docs/runtime.md, "Budgets").
+
+A budget is a number of tokens per fixed window (the current UTC minute, the current UTC day)
+for one scope: the agent (every caller), each caller identity, and the ModelAPI the agent
+uses. Before a model call every applicable window is checked; one that is spent refuses the
+call with ``BudgetExceeded`` (HTTP 429 with ``Retry-After``: the seconds until that window
+ends). After the call the tokens the model reported (``usage.total_tokens``) are added to
+each window, so the call that crosses a limit completes and the next one is refused.
+
+Counting is in process (``LocalCounts``: per replica) unless the agent's memory is on Redis,
+then the counts live there (``RedisCounts``: one ``INCRBY`` per window key, expiring with the
+window) and every replica, and every agent that shares the Redis for the same ModelAPI,
+counts against the same numbers.
+
+``BudgetedModel`` wraps the model client; ``Budget.enter`` names the request (session and
+caller) for the model calls it makes and refuses it at once when a window is already spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import math
+import time
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .settings import BudgetSettings
+
+log = logging.getLogger("kaos_runtime.budget")
+
+MINUTE, DAY = 60, 86400
+ANONYMOUS = "anonymous"
+
+
+class BudgetExceeded(Exception):
+    """A spent budget: which one, its limit and what was used, and when it frees up."""
+
+    def __init__(self, budget: str, window: str, limit: int, used: int, retry_after: int) -> None:
+        self.budget, self.window, self.limit, self.used, self.retry_after = budget, window, limit, used, retry_after
+        super().__init__(f"token budget exceeded: {budget} allows {limit} tokens per {window} and "
+                         f"{used} were used; retry in {retry_after} s")
+
+    def event(self) -> dict:
+        return {"budget": self.budget, "window": self.window, "limit": self.limit, "used": self.used,
+                "retry_after": self.retry_after}
+
+    def body(self) -> dict:
+        """An OpenAI-style error body (what its API answers for a rate limit)."""
+        return {"error": {"message": str(self), "type": "budget_exceeded", "param": None,
+                          "code": "budget_exceeded"}}
+
+
+@dataclass(frozen=True)
+class Limit:
+    budget: str  # agent | caller | modelapi
+    window: str  # minute | day
+    seconds: int
+    tokens: int
+    key: str  # the count's key without the window number
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The request the current model calls belong to."""
+
+    session_id: str
+    caller: str
+
+
+_scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("kaos_budget_scope", default=None)
+
+
+class LocalCounts:
+    """Counts of this process: {key: (window number, tokens)}."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, int]] = {}
+
+    async def used(self, keys: list[tuple[str, int]]) -> list[int]:
+        return [count if number == window else 0
+                for (key, window), (number, count) in ((k, self._counts.get(k[0], (-1, 0))) for k in keys)]
+
+    async def add(self, keys: list[tuple[str, int, int]], tokens: int) -> None:
+        for key, window, _ in keys:
+            number, count = self._counts.get(key, (window, 0))
+            self._counts[key] = (window, (count if number == window else 0) + tokens)
+
+    async def close(self) -> None:
+        pass
+
+
+class RedisCounts:
+    """Counts in Redis, shared by replicas: key ``<prefix>:<key>:<window number>``."""
+
+    def __init__(self, url: str, prefix: str, timeout: float) -> None:
+        import redis.asyncio as aioredis
+
+        self.prefix = prefix
+        self.client = aioredis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout,
+                                              socket_connect_timeout=timeout)
+
+    async def used(self, keys: list[tuple[str, int]]) -> list[int]:
+        values = await self.client.mget([f"{self.prefix}:{key}:{window}" for key, window in keys])
+        return [int(value or 0) for value in values]
+
+    async def add(self, keys: list[tuple[str, int, int]], tokens: int) -> None:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for key, window, seconds in keys:
+                name = f"{self.prefix}:{key}:{window}"
+                pipe.incrby(name, tokens)
+                pipe.expire(name, seconds + 60)
+            await pipe.execute()
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def caller_of(request) -> str:
+    """The caller identity a per-caller budget counts against: the authenticated principal
+    (``scope["kaos.principal"]``, when authentication sets one), else the agent that delegated
+    (``X-KAOS-Delegated-By``, as ``agent:<name>``), else ``anonymous``."""
+    principal = request.scope.get("kaos.principal")
+    if principal:
+        return str(principal)
+    sender = request.headers.get("x-kaos-delegated-by")
+    return f"agent:{sender}" if sender else ANONYMOUS
+
+
+class Budget:
+    def __init__(self, settings: BudgetSettings, agent: str, counts=None, clock: Callable[[], float] = time.time,
+                 on_reject: Callable[[str], None] | None = None, memory=None) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.on_reject = on_reject  # metrics: called with the budget's name
+        self.memory = memory  # where a refusal is recorded (a budget_exceeded event)
+        self.counts = counts or LocalCounts()
+        self._agent_limits = [
+            Limit("agent", "minute", MINUTE, settings.tokens_per_minute, f"agent:{agent}:m"),
+            Limit("agent", "day", DAY, settings.tokens_per_day, f"agent:{agent}:d"),
+        ]
+        model_api = settings.model_api or "modelapi"
+        self._agent_limits += [
+            Limit("modelapi", "minute", MINUTE, settings.model_api_tokens_per_minute, f"modelapi:{model_api}:m"),
+            Limit("modelapi", "day", DAY, settings.model_api_tokens_per_day, f"modelapi:{model_api}:d"),
+        ]
+        self._agent_limits = [limit for limit in self._agent_limits if limit.tokens]
+        self._caller_limits = [limit for limit in (
+            Limit("caller", "minute", MINUTE, settings.caller_tokens_per_minute, f"agent:{agent}:caller:{{}}:m"),
+            Limit("caller", "day", DAY, settings.caller_tokens_per_day, f"agent:{agent}:caller:{{}}:d"),
+        ) if limit.tokens]
+        self.enabled = bool(self._agent_limits or self._caller_limits)
+
+    def _limits(self, caller: str) -> list[Limit]:
+        return self._agent_limits + [Limit(limit.budget, limit.window, limit.seconds, limit.tokens,
+                                           limit.key.format(caller)) for limit in self._caller_limits]
+
+    async def enter(self, session_id: str, caller: str | None) -> None:
+        """Name the current request for its model calls; refuse it now if a window is spent."""
+        if not self.enabled:
+            return
+        _scope.set(Scope(session_id, caller or ANONYMOUS))
+        await self.check()
+
+    async def check(self) -> None:
+        if not self.enabled:
+            return
+        scope = _scope.get() or Scope("", ANONYMOUS)
+        now = self.clock()
+        limits = self._limits(scope.caller)
+        used = await self.counts.used([(limit.key, int(now // limit.seconds)) for limit in limits])
+        for limit, count in zip(limits, used):
+            if count >= limit.tokens:
+                retry = max(1, math.ceil(limit.seconds - now % limit.seconds))
+                exceeded = BudgetExceeded(limit.budget, limit.window, limit.tokens, count, retry)
+                if self.on_reject is not None:
+                    self.on_reject(limit.budget)
+                if self.memory is not None and scope.session_id:
+                    await self.memory.record(scope.session_id, "budget_exceeded", str(exceeded), exceeded.event())
+                raise exceeded
+
+    async def spend(self, usage: dict[str, int] | None) -> None:
+        tokens = int((usage or {}).get("total_tokens") or 0)
+        if not self.enabled or tokens <= 0:
+            return
+        scope = _scope.get() or Scope("", ANONYMOUS)
+        now = self.clock()
+        try:
+            await self.counts.add([(limit.key, int(now // limit.seconds), limit.seconds)
+                                   for limit in self._limits(scope.caller)], tokens)
+        except Exception as error:  # a count that cannot be written must not fail the answer
+            log.warning("cannot count %d tokens against the budget: %s", tokens, error)
+
+    async def close(self) -> None:
+        await self.counts.close()
+
+
+class BudgetedModel:
+    """A model client that checks the budget before each call and counts the reported usage."""
+
+    def __init__(self, inner: Any, budget: Budget) -> None:
+        self._inner = inner
+        self._budget = budget
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def complete(self, *args, **kwargs):
+        await self._budget.check()
+        reply = await self._inner.complete(*args, **kwargs)
+        await self._budget.spend(reply.usage)
+        return reply
+
+    async def stream(self, *args, **kwargs):
+        await self._budget.check()
+        usage = None
+        try:
+            async with aclosing(self._inner.stream(*args, **kwargs)) as deltas:
+                async for delta in deltas:
+                    if delta.usage:
+                        usage = delta.usage
+                    yield delta
+        finally:
+            await asyncio.shield(self._budget.spend(usage))
+
+
+def create_budget(settings: BudgetSettings, agent: str, memory_settings, on_reject=None, memory=None) -> Budget:
+    """In process, or in Redis when the agent's memory is there (MEMORY_BACKEND=redis)."""
+    counts = None
+    if memory_settings.backend == "redis" and any((settings.tokens_per_minute, settings.tokens_per_day,
+                                                   settings.caller_tokens_per_minute, settings.caller_tokens_per_day,
+                                                   settings.model_api_tokens_per_minute,
+                                                   settings.model_api_tokens_per_day)):
+        counts = RedisCounts(memory_settings.redis_url.get_secret_value().strip(), settings.key_prefix,
+                             memory_settings.redis_timeout)
+    return Budget(settings, agent, counts, on_reject=on_reject, memory=memory)

@@ -1,0 +1,134 @@
+"""Token budgets on real agent processes: over the limit (429, Retry-After, an OpenAI-style
+error, a budget_exceeded event, a metric), stopped mid-loop at the next model call, per
+caller, back under when the window turns, and shared through Redis between processes.
+
+The mock model reports 2 tokens (1 prompt + 1 completion) per plain reply."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from kaos_runtime.budget import Budget, BudgetExceeded, LocalCounts
+from kaos_runtime.settings import BudgetSettings
+from tests.support.polling import wait_until
+from tests.support.redis_server import RedisServer
+
+from .conftest import agent_env, chat, events
+from .test_delegation import delegate_block
+
+
+@pytest.fixture(autouse=True)
+def clean_model(mock_model):
+    mock_model.reset()
+
+
+def assert_refused(response: httpx.Response, budget: str, window: str, limit: int, horizon: int) -> dict:
+    assert response.status_code == 429, response.text
+    assert 1 <= int(response.headers["Retry-After"]) <= horizon
+    error = response.json()["error"]
+    assert error["type"] == "budget_exceeded" and error["code"] == "budget_exceeded"
+    assert f"{budget} allows {limit} tokens per {window}" in error["message"]
+    return error
+
+
+def rejections(agent, budget: str) -> float:
+    for line in httpx.get(agent.url + "/metrics").text.splitlines():
+        if line.startswith(f'kaos_agent_budget_rejections_total{{budget="{budget}"}}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_over_the_daily_budget_is_refused_before_the_model_is_called(start, mock_model):
+    agent = start("agent", "budget-day", agent_env("budget-day", mock_model, BUDGET_TOKENS_PER_DAY=4))
+    for _ in range(2):  # 2 tokens each: 4 used, the limit reached, not crossed
+        assert chat(agent, "hello").status_code == 200
+    calls = len(mock_model.requests())
+    refused = chat(agent, "one more", headers={"X-Session-ID": "over"})
+    assert_refused(refused, "agent", "day", 4, 86400)
+    assert len(mock_model.requests()) == calls  # checked before the call: the model saw nothing
+    event = events(agent, session_id="over", event_type="budget_exceeded")["events"][0]
+    assert event["metadata"] == {"session_id": "over", "budget": "agent", "window": "day", "limit": 4,
+                                 "used": 4, "retry_after": event["metadata"]["retry_after"]}
+    assert rejections(agent, "agent") == 1
+    # A streamed request is refused before its stream starts; the official client sees a RateLimitError.
+    client = openai.OpenAI(base_url=agent.url + "/v1", api_key="x", max_retries=0)
+    with pytest.raises(openai.RateLimitError) as refusal:
+        client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], stream=True)
+    assert refusal.value.code == "budget_exceeded"
+    assert httpx.get(agent.url + "/metrics").status_code == 200 and rejections(agent, "agent") == 2
+    assert httpx.get(agent.url + "/health").status_code == 200  # only model work is refused
+
+
+def test_a_request_in_its_loop_stops_at_the_next_model_call(start, mock_model):
+    agent = start("agent", "budget-loop", agent_env("budget-loop", mock_model, BUDGET_TOKENS_PER_DAY=2))
+    # The first call (2 tokens) asks for a delegation the agent may not make; the second call is refused.
+    mock_model.script(delegate_block("nobody", "anything"), "never sent")
+    response = chat(agent, "delegate please", headers={"X-Session-ID": "loop"})
+    assert_refused(response, "agent", "day", 2, 86400)
+    assert len(mock_model.requests()) == 1
+    types = [event["event_type"] for event in events(agent, session_id="loop")["events"]]
+    assert types == ["user_message", "delegation_error", "budget_exceeded"]
+
+
+def test_each_caller_has_its_own_budget(start, mock_model):
+    agent = start("agent", "budget-caller", agent_env("budget-caller", mock_model, BUDGET_CALLER_TOKENS_PER_DAY=2))
+    peer = {"X-KAOS-Delegated-By": "planner"}
+    assert chat(agent, "first", headers=peer).status_code == 200
+    assert_refused(chat(agent, "second", headers=peer), "caller", "day", 2, 86400)
+    assert chat(agent, "someone else").status_code == 200  # anonymous: a budget of its own
+    assert_refused(chat(agent, "again"), "caller", "day", 2, 86400)
+    assert rejections(agent, "caller") == 2
+
+
+def test_back_under_the_budget_when_the_minute_turns(start, mock_model):
+    agent = start("agent", "budget-minute", agent_env("budget-minute", mock_model, BUDGET_TOKENS_PER_MINUTE=2))
+    assert chat(agent, "first").status_code == 200
+    refused = chat(agent, "second")
+    if refused.status_code == 200:  # the minute turned between the two requests: spend this one's too
+        refused = chat(agent, "third")
+    assert_refused(refused, "agent", "minute", 2, 60)
+    # At most Retry-After seconds later the next minute starts and the agent answers again.
+    wait_until(lambda: chat(agent, "later").status_code == 200, timeout=65, interval=1,
+               what="the agent answering in the next minute")
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("budget-redis")).start()
+    yield server
+    server.stop()
+
+
+def test_budgets_are_shared_through_redis(start, mock_model, redis_server):
+    shared = {"MEMORY_BACKEND": "redis", "REDIS_URL": redis_server.url, "BUDGET_TOKENS_PER_DAY": 4,
+              "BUDGET_MODELAPI": "team/llm", "BUDGET_MODELAPI_TOKENS_PER_DAY": 6}
+    one = start("agent", "shared-1", agent_env("shared", mock_model, MEMORY_KEY_PREFIX="t:shared", **shared))
+    two = start("agent", "shared-2", agent_env("shared", mock_model, MEMORY_KEY_PREFIX="t:shared", **shared))
+    other = start("agent", "other", agent_env("other", mock_model, MEMORY_KEY_PREFIX="t:other", **shared))
+    assert chat(one, "a").status_code == 200
+    assert chat(two, "b").status_code == 200  # two replicas of one agent: 4 tokens together
+    assert_refused(chat(one, "c"), "agent", "day", 4, 86400)
+    assert_refused(chat(two, "d"), "agent", "day", 4, 86400)
+    assert chat(other, "e").status_code == 200  # another agent on the same ModelAPI: 6 tokens in all
+    assert_refused(chat(other, "f"), "modelapi", "day", 6, 86400)
+
+
+async def test_windows_turn_and_reported_usage_is_what_counts():
+    now = [120.0]
+    budget = Budget(BudgetSettings(tokens_per_minute=10), "a", LocalCounts(), clock=lambda: now[0])
+    await budget.check()
+    await budget.spend({"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12})
+    with pytest.raises(BudgetExceeded) as exceeded:
+        await budget.check()
+    assert exceeded.value.retry_after == 60 and exceeded.value.used == 12
+    now[0] = 179.5
+    with pytest.raises(BudgetExceeded) as exceeded:
+        await budget.check()
+    assert exceeded.value.retry_after == 1
+    now[0] = 180.0
+    await budget.check()  # a new minute
+    await budget.spend(None)  # a mocked reply reports nothing: nothing counted
+    await budget.check()
+    assert not Budget(BudgetSettings(), "a").enabled
