@@ -94,6 +94,8 @@ class Settings(BaseSettings):
     metrics_port: int = Field(0, ge=0, le=65535)
     # A ServiceMonitor per agent (when the cluster has the Prometheus Operator's CRD).
     service_monitor_enabled: bool = False
+    # Fail closed: a resource without authentication configured is Failed, not served open.
+    auth_required: bool = False
     health_host: str = "0.0.0.0"
     operator_namespace: str = ""
     # Operator tuning, not published by the platform chart: how often each resource's kopf

@@ -19,6 +19,7 @@ from fastapi.responses import Response
 from . import openai_format
 from . import a2a_server
 from .agent_loop import Agent, LoopRequest
+from .auth import BearerAuth, CredentialedPeers, Verifier
 from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
 from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
 from .errors import describe
@@ -72,6 +73,7 @@ class Runtime:
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.tools = MeteredTools(ToolCatalog(config.mcp_servers, config.tool_timeout), self.metrics)
         self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout), self.metrics)
+        self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
         self.ready = False
         self.waiting_for = ["startup"]
@@ -132,7 +134,8 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
 
     app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
-    app.add_middleware(RequestMetrics, metrics=runtime.metrics)
+    app.add_middleware(BearerAuth, verifier=Verifier(config.auth))  # before any work (probes exempt)
+    app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
 
     @app.exception_handler(BadRequest)
     async def bad_request(_: Request, error: BadRequest) -> Response:

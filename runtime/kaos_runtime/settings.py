@@ -189,6 +189,31 @@ class BudgetSettings(_Settings):
     key_prefix: Trimmed = Field("kaos:budget", validation_alias="BUDGET_KEY_PREFIX")
 
 
+class AuthSettings(_Settings):
+    """Bearer authentication of the runtime's endpoints (kaos_runtime/auth.py); nothing set: open."""
+
+    # Comma (or newline) separated API keys; a Secret's value through secretKeyRef.
+    api_keys_value: SecretStr = Field("", validation_alias="AUTH_API_KEYS")
+    # OIDC: JWTs signed by a key of this JWKS; issuer and audience checked when set.
+    oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
+    oidc_issuer: Trimmed = Field("", validation_alias="AUTH_OIDC_ISSUER")
+    oidc_audience: Trimmed = Field("", validation_alias="AUTH_OIDC_AUDIENCE")
+    # The agent's own credential, sent as a bearer token when it delegates.
+    outbound_token: SecretStr = Field("", validation_alias="AUTH_OUTBOUND_TOKEN")
+
+    def api_keys(self) -> list[tuple[str, str]]:
+        """(name, key): the name is the key's place in the list (1, 2, ...), never the key."""
+        keys = [key.strip() for key in self.api_keys_value.get_secret_value().replace("\n", ",").split(",")]
+        return [(str(number), key) for number, key in enumerate((key for key in keys if key), start=1)]
+
+    @field_validator("oidc_jwks_url")
+    @classmethod
+    def _https_or_http(cls, value: str) -> str:
+        if value and not value.startswith(("https://", "http://")):
+            raise ValueError("AUTH_OIDC_JWKS_URL must be an http(s) URL")
+        return value
+
+
 class AgentSettings(_Settings):
     """``kaos-runtime agent``."""
 
@@ -203,6 +228,7 @@ class AgentSettings(_Settings):
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
     mock_responses: Annotated[tuple[str, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
     max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")
@@ -246,8 +272,8 @@ class AgentSettings(_Settings):
             McpServer(name=name, url=mcp_url(url))
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
-        return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env), "peers": peers,
-                "mcp_servers": servers}
+        return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env),
+                "auth": AuthSettings.from_env(env), "peers": peers, "mcp_servers": servers}
 
 
 class McpServerSettings(_Settings):

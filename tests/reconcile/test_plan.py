@@ -186,6 +186,7 @@ def test_agent_values_follow_the_chart_contract():
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": False}},
         "budget": {"tokensPerMinute": 0, "tokensPerDay": 0, "perCaller": {"tokensPerMinute": 0, "tokensPerDay": 0},
                    "modelAPI": {"tokensPerMinute": 0, "tokensPerDay": 0}},
+        "auth": {},
     }
 
 

@@ -78,6 +78,19 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "BUDGET_KEY_PREFIX" "value" (printf "kaos:%s:budget" $.Release.Namespace)) -}}
 {{- end -}}
 {{- end -}}
+{{- with $v.auth -}}
+{{- with .apiKeys -}}
+{{- $env = append $env (dict "name" "AUTH_API_KEYS" "valueFrom" (dict "secretKeyRef" (dict "name" .secretKeyRef.name "key" .secretKeyRef.key))) -}}
+{{- end -}}
+{{- with .oidc -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_JWKS_URL" "value" .jwksURL) -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_ISSUER" "value" (.issuer | default "")) -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_AUDIENCE" "value" (.audience | default "")) -}}
+{{- end -}}
+{{- with .credentials -}}
+{{- $env = append $env (dict "name" "AUTH_OUTBOUND_TOKEN" "valueFrom" (dict "secretKeyRef" (dict "name" .secretKeyRef.name "key" .secretKeyRef.key))) -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.telemetry.enabled -}}
 {{- $env = append $env (dict "name" "OTEL_SDK_DISABLED" "value" "false") -}}
 {{- $env = append $env (dict "name" "OTEL_SERVICE_NAME" "value" (include "kaos-common.names.fullname" .)) -}}

@@ -71,6 +71,7 @@ def plan(
                 f"the name {ref.name!r} is too long: the Helm release {release!r} must be at most "
                 f"{HELM_RELEASE_NAME_MAX} characters; use a shorter name"
             )
+        _check_auth(resource, settings)
         if ref.kind == MODELAPI:
             return make(DEPLOY, "", _modelapi(resource, settings))
         if ref.kind == MCPSERVER:
@@ -80,6 +81,21 @@ def plan(
         return _agent(resource, observed, settings, endpoint_of, make)
     except _Invalid as invalid:
         return make(FAILED, f"{ref}: {invalid}")
+
+
+def _check_auth(resource, settings) -> None:
+    """The platform's auth.required fails closed: a workload KAOS would serve without credentials is Failed."""
+    if not settings.auth_required:
+        return
+    kind, spec = ref_of(resource).kind, resource.get("spec") or {}
+    if kind == AGENT:
+        auth = spec.get("auth") or {}
+        if not (auth.get("apiKeys") or auth.get("oidc")):
+            raise _Invalid("the platform requires authentication (auth.required) and this Agent configures none: "
+                           "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+    elif not (kind == MCPSERVER and spec.get("url")):  # an external MCP server is not served by KAOS
+        raise _Invalid(f"the platform requires authentication (auth.required), which KAOS cannot yet enforce "
+                       f"on a {kind}'s endpoint; it is not deployed rather than served open")
 
 
 def _modelapi(resource, settings) -> dict[str, Any]:

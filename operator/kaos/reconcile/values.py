@@ -115,6 +115,7 @@ def agent_values(
         "networkPolicy": network_policy_values(settings),
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
         "budget": budget_values(spec.get("budget") or {}, model_api_budget or {}),
+        "auth": copy.deepcopy(spec.get("auth") or {}),
     }
 
 

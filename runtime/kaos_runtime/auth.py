@@ -1,0 +1,147 @@
+"""Bearer authentication of a runtime's endpoints (``AUTH_*``; see docs/runtime.md, "Authentication").
+
+``BearerAuth`` is an ASGI middleware: a request to any path but the exempt ones (the probes,
+``/metrics`` and the agent card) needs ``Authorization: Bearer <token>``, where the token is
+one of the API keys (``AUTH_API_KEYS``, from a Secret) or, with ``AUTH_OIDC_JWKS_URL``, a JWT
+signed by one of the issuer's keys (with ``AUTH_OIDC_ISSUER`` / ``AUTH_OIDC_AUDIENCE`` checked
+when set). A missing, wrong or expired token gets 401 with a ``WWW-Authenticate`` header; the
+principal of an accepted one (``key:<n>``, the key's place in the list, or ``jwt:<sub>``) is put in
+``scope["kaos.principal"]`` (budgets count per caller by it). No token or key is ever logged
+or echoed: the 401 body says only what kind of problem it was.
+
+``CredentialedPeers`` wraps the peer directory so that a delegation carries the agent's own
+credential (``AUTH_OUTBOUND_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from typing import Any
+
+from .settings import AuthSettings
+
+log = logging.getLogger("kaos_runtime.auth")
+
+EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json"})
+JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
+JWKS_REFRESH_SECONDS = 300
+
+
+class Unauthorized(Exception):
+    """Why a request is refused; the text never holds the token."""
+
+    def __init__(self, error: str, description: str) -> None:
+        self.error, self.description = error, description
+        super().__init__(description)
+
+
+class Verifier:
+    """Turns a bearer token into a principal, or raises Unauthorized."""
+
+    def __init__(self, settings: AuthSettings) -> None:
+        self.settings = settings
+        self._keys = [(name, key.encode()) for name, key in settings.api_keys()]
+        self._jwks = None
+        self._jwks_fetched = 0.0
+        if settings.oidc_jwks_url:
+            from jwt import PyJWKClient
+
+            self._jwks = PyJWKClient(settings.oidc_jwks_url, cache_jwk_set=True, lifespan=JWKS_REFRESH_SECONDS,
+                                     timeout=5)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._keys or self._jwks)
+
+    async def principal(self, token: str) -> str:
+        given = token.encode()
+        matched = None
+        for name, key in self._keys:  # every key compared, in constant time each
+            if hmac.compare_digest(given, key) and matched is None:
+                matched = name
+        if matched is not None:
+            return f"key:{matched}"
+        if self._jwks is not None and token.count(".") == 2:
+            return await self._jwt(token)
+        raise Unauthorized("invalid_token", "the token is not valid")
+
+    async def _jwt(self, token: str) -> str:
+        import jwt
+
+        try:
+            # The JWKS is fetched (and refreshed) over blocking HTTP: off the event loop.
+            key = await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)
+            claims = jwt.decode(
+                token, key.key, algorithms=JWT_ALGORITHMS,
+                audience=self.settings.oidc_audience or None, issuer=self.settings.oidc_issuer or None,
+                options={"verify_aud": bool(self.settings.oidc_audience), "require": ["exp"]},
+                leeway=30,
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthorized("invalid_token", "the token has expired") from None
+        except jwt.PyJWKClientConnectionError:
+            log.warning("cannot fetch the issuer's keys from AUTH_OIDC_JWKS_URL")
+            raise Unauthorized("invalid_token", "the token cannot be verified now") from None
+        except (jwt.InvalidTokenError, jwt.PyJWKClientError):
+            raise Unauthorized("invalid_token", "the token is not valid") from None
+        return f"jwt:{claims.get('sub', '')}"
+
+
+def _refusal(error: Unauthorized | None) -> tuple[list, bytes]:
+    challenge = 'Bearer realm="kaos"'
+    if error is not None:
+        challenge += f', error="{error.error}", error_description="{error.description}"'
+    detail = error.description if error is not None else "authentication required: send Authorization: Bearer <token>"
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"www-authenticate", challenge.encode())]
+    return headers, body
+
+
+class BearerAuth:
+    """ASGI middleware; with no key and no JWKS configured it passes everything through."""
+
+    def __init__(self, app, verifier: Verifier, exempt: frozenset[str] = EXEMPT_PATHS) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.exempt = exempt
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not self.verifier.enabled or scope["path"] in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        token = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, credentials = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and credentials.strip():
+                    token = credentials.strip()
+                break
+        error = None
+        if token is not None:
+            try:
+                scope["kaos.principal"] = await self.verifier.principal(token)
+                await self.app(scope, receive, send)
+                return
+            except Unauthorized as refused:
+                error = refused
+        headers, body = _refusal(error)
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+class CredentialedPeers:
+    """A peer directory whose delegations carry ``Authorization: Bearer <AUTH_OUTBOUND_TOKEN>``."""
+
+    def __init__(self, inner: Any, token: str) -> None:
+        self._inner = inner
+        self._header = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def delegate(self, peer, messages, depth, sender, extra_headers=None):
+        return await self._inner.delegate(peer, messages, depth, sender, {**(extra_headers or {}), **self._header})

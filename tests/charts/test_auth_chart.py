@@ -1,0 +1,31 @@
+"""spec.auth -> AUTH_* env vars: keys and the agent's own token only by secretKeyRef, so no
+secret value is ever in the values, the rendered objects or a ConfigMap."""
+
+from tests.charts.rendering import container, env_of, render, render_text
+
+BASE = {"name": "coordinator", "modelAPI": {"name": "llm", "url": "http://modelapi-llm.team.svc.cluster.local:8000"}}
+AUTH = {"apiKeys": {"secretKeyRef": {"name": "coord-keys", "key": "keys"}},
+        "oidc": {"jwksURL": "https://id.example/jwks", "issuer": "https://id.example", "audience": "kaos"},
+        "credentials": {"secretKeyRef": {"name": "coord-token", "key": "token"}}}
+
+
+def test_auth_env_from_secrets_and_oidc_settings():
+    env = env_of(container(render("agent", {**BASE, "auth": AUTH})))
+    assert env["AUTH_API_KEYS"] == {"secretKeyRef": {"name": "coord-keys", "key": "keys"}}
+    assert env["AUTH_OUTBOUND_TOKEN"] == {"secretKeyRef": {"name": "coord-token", "key": "token"}}
+    assert (env["AUTH_OIDC_JWKS_URL"], env["AUTH_OIDC_ISSUER"], env["AUTH_OIDC_AUDIENCE"]) == (
+        "https://id.example/jwks", "https://id.example", "kaos")
+
+
+def test_no_auth_no_variable_and_the_platform_setting():
+    env = env_of(container(render("agent", BASE)))
+    assert not [name for name in env if name.startswith("AUTH_")]
+    settings = [d for d in render("kaos", {"auth": {"required": True}}) if d["kind"] == "ConfigMap"]
+    assert any(d["data"].get("KAOS_AUTH_REQUIRED") == "true" for d in settings)
+
+
+def test_the_schema_refuses_a_key_given_as_a_value():
+    from tests.charts.rendering import render_error
+
+    assert "auth" in render_error("agent", {**BASE, "auth": {"apiKeys": {"value": "sk-planted"}}})
+    assert "sk-planted" not in render_text("agent", {**BASE, "auth": AUTH})
