@@ -16,8 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from . import openai_format
-from . import a2a_server
+from . import a2a_server, openai_format
 from .agent_loop import Agent, LoopRequest
 from .auth import BearerAuth, CredentialedPeers, Verifier
 from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
