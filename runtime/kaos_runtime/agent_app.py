@@ -29,6 +29,7 @@ from .metrics import CONTENT_TYPE, MeteredModel, MeteredPeers, MeteredTools, Met
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
 from .settings import AgentSettings
+from .streaming import ChatStream, ClientGone, until_disconnected
 from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.agent")
@@ -186,16 +187,22 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         session_id = given or new_session_id()
         await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
-        with runtime.telemetry.server_span("chat", request.headers, attributes):
-            answer = await runtime.agent.run(LoopRequest(
-                messages=body.messages, session_id=session_id, depth=depth, continued=given is not None,
-            ))
+        loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
+                                   continued=given is not None)
+
+        async def run(sink=None):
+            with runtime.telemetry.server_span("chat", request.headers, attributes):
+                return await runtime.agent.run(loop_request, sink)
+
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name
-        if body.stream:
-            # The loop has finished, so every frame is ready: one body, no per-frame writes.
-            return Response(b"".join(openai_format.stream_events(model, answer.content)),
-                            media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"})
+        if body.stream:  # the answer's tokens go out as the model produces them
+            await runtime.memory.check()  # a shared memory that is down: 503 now, not a broken stream
+            return ChatStream(run, model, body.include_usage, headers)
+        try:
+            answer = await until_disconnected(run(), request.receive)
+        except ClientGone:
+            return Response(status_code=499)  # nobody is listening any more
         return _json(openai_format.completion(model, answer.content, session_id, answer.usage), headers=headers)
 
     async def memory_events(request: Request) -> Response:

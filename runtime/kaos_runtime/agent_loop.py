@@ -1,18 +1,32 @@
-"""The agentic loop: model calls, fenced tool_call/delegate blocks, memory events."""
+"""The agentic loop: model calls, tool calls and delegations (native or fenced), memory events.
+
+Each step is one model call. A reply asks for work either natively (``tool_calls``, all of
+them run concurrently, results sent back as ``tool`` messages) or with a fenced
+``tool_call``/``delegate`` block (the first one is acted on, its result sent back as a user
+message); a reply that asks for nothing is the answer. Which protocol the model is offered
+(tools as OpenAI ``tools``, or described in the system prompt) is decided per call
+(``ModelClient.native_tool_calling``); both are understood in either case, so scripted
+replies of both kinds work everywhere. With a sink (a streaming request), model calls are
+streamed and the answer's text goes to the sink as it is produced (``streaming.StepGate``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import aclosing
 from dataclasses import dataclass
 
-from .blocks import BadBlock, Delegation, ToolCall, find_action
+from .blocks import Action, BadBlock, Delegation, ToolCall, find_action
 from .mcp_client import ToolCatalog, ToolError
 from .memory import Memory
 from .model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from .peers import DelegationError, PeerDirectory
-from .prompts import system_prompt
+from .prompts import native_system_prompt, system_prompt
 from .settings import AgentSettings
+from .streaming import Sink, StepGate
 from .telemetry import Telemetry
+from .tool_calling import action_of, assistant_message, openai_tools, tool_message
 
 log = logging.getLogger("kaos_runtime.loop")
 
@@ -40,6 +54,15 @@ class Answer:
     def add(self, reply: ModelReply) -> None:
         for name in USAGE_FIELDS:
             self.usage[name] += reply.usage.get(name, 0)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one action produced, as the fenced protocol words it (a user message) and as a
+    native ``tool`` message says it."""
+
+    fenced: str
+    native: str
 
 
 def incoming_event(messages: list[dict]) -> tuple[str, str]:
@@ -71,49 +94,90 @@ class Agent:
         self.tools = tools
         self.peers = peers
 
-    async def run(self, request: LoopRequest) -> Answer:
+    async def run(self, request: LoopRequest, sink: Sink | None = None) -> Answer:
+        """Answer one request. With ``sink`` (streaming), the answer's text is passed to it as
+        it is produced; when the run returns, all of ``Answer.content`` has been passed on."""
         session = request.session_id
         event_type, text = incoming_event(request.messages)
         history = await self.memory.history(session, self.config.memory.context_limit) if request.continued else []
         await self.memory.record(session, event_type, text, {"depth": request.depth})
+        try:
+            return await self._run(request, history, sink)
+        except asyncio.CancelledError:
+            # The client went away (or cancelled the request): the work it started stops here.
+            await self.memory.record(session, "error",
+                                     "the request was cancelled (its client went away or cancelled it)",
+                                     {"cancelled": True})
+            raise
+
+    async def _run(self, request: LoopRequest, history: list[dict], sink: Sink | None) -> Answer:
+        session = request.session_id
         await self.tools.refresh_if_incomplete()
         await self.peers.refresh_if_incomplete()
-        prompt = system_prompt(self.config.instructions, self.tools.skills(), self.peers.describe())
+        skills, peers = self.tools.skills(), self.peers.describe()
+        prompts: dict[bool, dict] = {}
         conversation = history + model_messages(request.messages)
-        messages = [{"role": "system", "content": prompt}] + conversation
+        messages = [{}] + conversation  # [0]: the system prompt of the protocol each call uses
         answer = Answer("", no_usage())
         for step in range(1, self.config.max_steps + 1):
+            native = bool(skills or peers) and not self.model.scripted_next and await self.model.native_tool_calling()
+            if native not in prompts:
+                prompt = (native_system_prompt if native else system_prompt)(self.config.instructions, skills, peers)
+                prompts[native] = {"role": "system", "content": prompt}
+            messages[0] = prompts[native]
             try:
-                reply = await self._call_model(messages, step)
+                reply, streamed = await self._call_model(messages, step, openai_tools(skills, peers) if native else None,
+                                                         sink)
             except ModelError as error:
                 await self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer.content = f"The model call failed: {error}"
                 await self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
-                return answer
+                return await self._finish(answer, sink)
             answer.add(reply)
+            if reply.tool_calls:
+                actions = [action_of(call, delegation=bool(peers)) for call in reply.tool_calls]
+                outcomes = await asyncio.gather(*(self._act(action, request, conversation) for action in actions))
+                messages.append(assistant_message(reply.content, reply.tool_calls))
+                messages.extend(tool_message(call, outcome.native) for call, outcome in zip(reply.tool_calls, outcomes))
+                continue
             action = find_action(reply.content)
             if action is None:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content
-                return answer
+                return answer if streamed else await self._finish(answer, sink)
             messages.append({"role": "assistant", "content": reply.content})
-            messages.append({"role": "user", "content": await self._act(action, request, conversation)})
+            messages.append({"role": "user", "content": (await self._act(action, request, conversation)).fenced})
         answer.content = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
                           "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
         await self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
+        return await self._finish(answer, sink)
+
+    @staticmethod
+    async def _finish(answer: Answer, sink: Sink | None) -> Answer:
+        """An answer no model call streamed (scripted, held, a failure, the step limit)."""
+        if sink is not None:
+            await sink.text(answer.content)
         return answer
 
-    async def _call_model(self, messages: list[dict], step: int) -> ModelReply:
+    async def _call_model(self, messages: list[dict], step: int, tools: list[dict] | None,
+                          sink: Sink | None) -> tuple[ModelReply, bool]:
+        """The reply, and whether its text was streamed to the sink already."""
         attributes = {"gen_ai.request.model": self.config.model_name, "kaos.step": step}
         with self.telemetry.span("model.call", attributes, client=True) as span:
             try:
-                return await self.model.complete(messages)
+                if sink is None:
+                    return await self.model.complete(messages, tools), False
+                gate = StepGate(sink)
+                async with aclosing(self.model.stream(messages, tools)) as deltas:
+                    async for delta in deltas:
+                        await gate.feed(delta)
+                return gate.reply(), gate.streamed
             except ModelError as error:
                 self.telemetry.failed(span, str(error))
                 raise
 
-    async def _act(self, action, request: LoopRequest, conversation: list[dict]) -> str:
-        """Run what a block asks for; the text returned goes back to the model."""
+    async def _act(self, action: Action, request: LoopRequest, conversation: list[dict]) -> Outcome:
+        """Run what a block or a native call asks for."""
         session = request.session_id
         if isinstance(action, ToolCall):
             return await self._call_tool(action, session)
@@ -121,9 +185,10 @@ class Agent:
             return await self._delegate(action, request, conversation)
         assert isinstance(action, BadBlock)
         await self.memory.record(session, "error", action.problem, {"block": action.kind})
-        return f"Your {action.kind} block could not be used: {action.problem}"
+        return Outcome(f"Your {action.kind} block could not be used: {action.problem}",
+                       f"This call could not be used: {action.problem}")
 
-    async def _call_tool(self, call: ToolCall, session: str) -> str:
+    async def _call_tool(self, call: ToolCall, session: str) -> Outcome:
         await self.memory.record(session, "tool_call", {"tool": call.tool, "arguments": call.arguments})
         with self.telemetry.span("tool.call", {"kaos.tool": call.tool}, client=True) as span:
             try:
@@ -131,11 +196,12 @@ class Agent:
             except ToolError as error:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
-                return f"Tool {call.tool} failed: {error}"
+                failed = f"Tool {call.tool} failed: {error}"
+                return Outcome(failed, failed)
         await self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
-        return f"Result of tool {call.tool}:\n{result}"
+        return Outcome(f"Result of tool {call.tool}:\n{result}", result)
 
-    async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict]) -> str:
+    async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict]) -> Outcome:
         session, agent = request.session_id, delegation.agent
         peer = self.peers.get(agent)
         refusal = None
@@ -147,7 +213,8 @@ class Agent:
                        "MAX_DELEGATION_DEPTH); answer without delegating")
         if refusal is not None:
             await self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": refusal})
-            return f"Delegation to {agent} refused: {refusal}"
+            refused = f"Delegation to {agent} refused: {refusal}"
+            return Outcome(refused, refused)
         await self.memory.record(session, "delegation_request", {"agent": agent, "task": delegation.task})
         limit = self.config.memory.context_limit
         context = [m for m in conversation if m["role"] in ("user", "assistant")][-limit:] if limit else []
@@ -161,6 +228,7 @@ class Agent:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "delegation_error",
                                    {"agent": agent, "task": delegation.task, "error": str(error)})
-                return f"Delegation to {agent} failed: {error}"
+                failed = f"Delegation to {agent} failed: {error}"
+                return Outcome(failed, failed)
         await self.memory.record(session, "delegation_response", {"agent": agent, "response": response})
-        return f"Response from agent {agent}:\n{response}"
+        return Outcome(f"Response from agent {agent}:\n{response}", response)

@@ -22,6 +22,7 @@ class ChatBody:
     stream: bool
     model: str | None
     session_id: str | None
+    include_usage: bool = False  # stream_options.include_usage: a usage chunk ends the stream
 
 
 def _text(content, index: int) -> str:
@@ -76,7 +77,17 @@ def parse_chat_body(raw: bytes) -> ChatBody:
     session_id = payload.get("session_id")
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
         raise BadRequest(400, "session_id must be a non-empty string")
-    return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id)
+    options = payload.get("stream_options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise BadRequest(400, "stream_options must be an object")
+    include_usage = options.get("include_usage", False)
+    if include_usage is None:
+        include_usage = False
+    if not isinstance(include_usage, bool):
+        raise BadRequest(400, "stream_options.include_usage must be a boolean")
+    return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id, include_usage=include_usage)
 
 
 def parse_depth(raw: str | None) -> int:

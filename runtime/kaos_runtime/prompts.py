@@ -1,4 +1,5 @@
-"""The system prompt: instructions, the tools the agent may call and the peers it may ask."""
+"""The system prompt: instructions, the tools the agent may call and the peers it may ask
+(described for fenced blocks, or alongside native tools)."""
 
 from __future__ import annotations
 
@@ -28,4 +29,19 @@ def system_prompt(instructions: str, tools: list[dict], peers: list[dict]) -> st
         parts.append("\n".join(lines))
     if tools or peers:
         parts.append("When you have the final answer, reply with plain text and no block.")
+    return "\n\n".join(parts)
+
+
+def native_system_prompt(instructions: str, tools: list[dict], peers: list[dict]) -> str:
+    """The system prompt when tools go to the model as OpenAI ``tools`` (their names,
+    descriptions and schemas travel there, and the peers in the ``delegate`` function)."""
+    parts = [instructions.strip() or "You are a helpful agent."]
+    if tools:
+        parts.append("You can call the functions you are given; their results come back to you.")
+    if peers:
+        lines = ["You can delegate a task to another agent with the delegate function. Agents:"]
+        lines += [f"- {peer['name']}: {peer.get('description') or ''}" for peer in peers]
+        parts.append("\n".join(lines))
+    if tools or peers:
+        parts.append("When you have the final answer, reply with plain text.")
     return "\n\n".join(parts)

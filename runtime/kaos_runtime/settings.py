@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+from .tool_calling import check_scripted
+
 CARD_SUFFIXES = ("/.well-known/agent.json", "/.well-known/agent")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -57,6 +59,7 @@ def _auto(value: Any) -> Any:
 Trimmed = Annotated[str, BeforeValidator(_trimmed)]
 Flag = Annotated[bool, BeforeValidator(_trimmed)]  # true/false, yes/no, on/off, 1/0, any case
 ModelClientName = Annotated[Literal["direct", "acompletion"], BeforeValidator(lambda v: _trimmed(v).lower())]
+ToolCallingMode = Annotated[Literal["auto", "native", "fenced"], BeforeValidator(lambda v: _trimmed(v).lower())]
 MemoryBackend = Annotated[Literal["local", "redis"], BeforeValidator(lambda v: _trimmed(v).lower())]
 REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 LogLevel = Annotated[str, BeforeValidator(_log_level)]
@@ -229,7 +232,8 @@ class AgentSettings(_Settings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
-    mock_responses: Annotated[tuple[str, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
+    # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see tool_calling.py).
+    mock_responses: Annotated[tuple[str | dict, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
     max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")
     model_timeout: float = Field(120.0, ge=0, validation_alias="MODEL_TIMEOUT_SECONDS")
@@ -238,6 +242,8 @@ class AgentSettings(_Settings):
     model_client: ModelClientName = Field("direct", validation_alias="MODEL_CLIENT")
     # auto: load litellm before /ready answers when a model is configured and replies are not scripted.
     model_preload: Annotated[bool | None, BeforeValidator(_auto)] = Field(None, validation_alias="MODEL_PRELOAD")
+    # auto: native tool calling when litellm says the model supports function calling; native/fenced force it.
+    tool_calling: ToolCallingMode = Field("auto", validation_alias="MODEL_TOOL_CALLING")
     peer_timeout: float = Field(120.0, ge=0, validation_alias="PEER_TIMEOUT_SECONDS")
     tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
 
@@ -251,16 +257,16 @@ class AgentSettings(_Settings):
     @field_validator("mock_responses", mode="before")
     @classmethod
     def _json_list(cls, value: Any) -> Any:
-        """DEBUG_MOCK_RESPONSES: a JSON list of strings."""
+        """DEBUG_MOCK_RESPONSES: a JSON list of replies (strings, or objects with native tool calls)."""
         if not isinstance(value, str):
             return value
         try:
             value = json.loads(value)
         except ValueError as error:
             raise ValueError(f"DEBUG_MOCK_RESPONSES is not valid JSON: {error}") from None
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise ValueError("DEBUG_MOCK_RESPONSES must be a JSON list of strings")
-        return tuple(value)
+        if not isinstance(value, list):
+            raise ValueError("DEBUG_MOCK_RESPONSES must be a JSON list of strings (or of {content, tool_calls} objects)")
+        return tuple(check_scripted(item, index) for index, item in enumerate(value))
 
     @classmethod
     def _derived(cls, env: Mapping[str, str]) -> dict[str, Any]:

@@ -26,6 +26,13 @@ class MockModel:
     def reset(self) -> None:
         httpx.delete(self.url + "/_mock/requests").raise_for_status()
 
+    def streams(self) -> list[dict]:
+        """Every streamed (or gated) reply: pieces sent, completed, disconnected."""
+        return httpx.get(self.url + "/_mock/streams").json()["streams"]
+
+    def release(self, gate: str) -> None:
+        httpx.post(self.url + "/_mock/release", json={"gate": gate}).raise_for_status()
+
 
 @pytest.fixture(scope="session")
 def log_dir(tmp_path_factory) -> str:

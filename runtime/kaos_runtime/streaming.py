@@ -1,0 +1,215 @@
+"""True streaming: the final answer's tokens go to the client as the model produces them.
+
+Two parts:
+
+- ``StepGate`` sits between a streamed model reply and the client. A reply may turn out to
+  be a tool call or a delegation rather than the answer, so its text is held until the gate
+  can tell: a tool-call fragment (native), or text that opens a ```tool_call / ```delegate
+  block (fenced), makes it an action, held whole and never sent; text that cannot be the
+  start of such a block makes it the answer, and from then on every piece is passed on as it
+  arrives. Leading blanks and a lone opening fence are held until they decide. (A model that
+  writes text first and asks for a tool later in the same reply has had that text streamed;
+  the tool still runs and the rest of the answer follows, as without streaming.)
+- ``ChatStream`` is the ASGI response of a ``stream: true`` request: it sends the role chunk
+  at once, runs the agentic loop with an ``SseSink`` that writes a ``chat.completion.chunk``
+  per piece, listens for the client going away meanwhile (and then cancels the loop, so the
+  model stream, tool calls and delegations it started stop), and ends with the
+  ``finish_reason`` chunk, the ``usage`` chunk when the client asked for it
+  (``stream_options.include_usage``), and ``data: [DONE]``.
+
+``until_disconnected`` gives a non-streaming request the same: when its client (a user, or a
+coordinator that delegated to this agent and was itself cancelled) goes away, the work stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from typing import Awaitable, Callable, Protocol
+
+from .errors import describe
+from .model import Delta, ModelReply, no_usage
+from .openai_format import completion_id
+from .tool_calling import CallAssembler
+
+log = logging.getLogger("kaos_runtime.streaming")
+
+BLOCK_OPENER = re.compile(r"```[ \t]*(?:tool_call|delegate)[ \t]*\r?\n")
+BLOCK_KINDS = ("tool_call", "delegate")
+
+
+class Sink(Protocol):
+    async def text(self, content: str) -> None: ...
+
+
+def could_open_block(text: str) -> bool:
+    """Whether ``text`` (leading blanks removed) may still grow into a block opener."""
+    if len(text) < 3:
+        return text == "`" * len(text)
+    if not text.startswith("```"):
+        return False
+    rest = text[3:].lstrip(" \t")
+    for kind in BLOCK_KINDS:
+        if kind.startswith(rest):
+            return True
+        if rest.startswith(kind) and not rest[len(kind):].strip(" \t\r"):
+            return True
+    return False
+
+
+class StepGate:
+    """One streamed model reply: holds it until it is known to be the answer, then streams it."""
+
+    UNDECIDED, ANSWER, ACTION = "undecided", "answer", "action"
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.state = self.UNDECIDED
+        self._parts: list[str] = []
+        self._calls = CallAssembler()
+        self._usage: dict[str, int] | None = None
+
+    @property
+    def streamed(self) -> bool:
+        """Every piece of the reply's text has been passed to the sink."""
+        return self.state == self.ANSWER
+
+    async def feed(self, delta: Delta) -> None:
+        if delta.usage is not None:
+            self._usage = delta.usage
+        if delta.tool_calls:
+            self._calls.add(delta.tool_calls)
+            if self.state == self.UNDECIDED:
+                self.state = self.ACTION
+        if not delta.content:
+            return
+        self._parts.append(delta.content)
+        if self.state == self.ANSWER:
+            await self.sink.text(delta.content)
+        elif self.state == self.UNDECIDED:
+            held = "".join(self._parts)
+            if BLOCK_OPENER.search(held):
+                self.state = self.ACTION
+            elif held.strip() and not could_open_block(held.lstrip()):
+                self.state = self.ANSWER
+                await self.sink.text(held)
+
+    def reply(self) -> ModelReply:
+        return ModelReply("".join(self._parts), self._usage or no_usage(), self._calls.calls())
+
+
+def _frame(payload: dict) -> bytes:
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+class ClientGone(Exception):
+    """The client closed the connection while the answer was being streamed."""
+
+
+class SseSink:
+    """Writes each piece of the answer as one ``chat.completion.chunk``."""
+
+    def __init__(self, send, model: str) -> None:
+        self._send = send
+        self._base = {"id": completion_id(), "object": "chat.completion.chunk", "created": int(time.time()),
+                      "model": model}
+        self.sent = False
+
+    def chunk(self, delta: dict, finish: str | None = None) -> bytes:
+        return _frame({**self._base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    def usage_chunk(self, usage: dict[str, int]) -> bytes:
+        return _frame({**self._base, "choices": [], "usage": usage})
+
+    async def write(self, body: bytes) -> None:
+        try:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        except OSError as error:  # uvicorn's ClientDisconnected
+            raise ClientGone() from error
+
+    async def text(self, content: str) -> None:
+        if content:
+            self.sent = True
+            await self.write(self.chunk({"content": content}))
+
+
+async def _disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _cancel_on_disconnect(receive, task: asyncio.Task) -> None:
+    await _disconnected(receive)
+    task.cancel()
+
+
+async def until_disconnected(work: Awaitable, receive):
+    """``await work``, cancelled if the client disconnects first (raises ClientGone then).
+
+    One watcher task per request listens on the ASGI ``receive`` (after the body has been
+    read, the server answers it only when the client goes away) and cancels this task."""
+    task = asyncio.current_task()
+    watcher = asyncio.get_running_loop().create_task(_cancel_on_disconnect(receive, task))
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if watcher.done() and not watcher.cancelled():
+            task.uncancel()
+            raise ClientGone() from None
+        raise
+    finally:
+        watcher.cancel()
+
+
+class ChatStream:
+    """The ASGI response of a streaming chat request (see the module docstring).
+
+    ``run(sink)`` runs the agentic loop and returns its Answer, having passed the answer's
+    text to the sink as it was produced.
+    """
+
+    def __init__(self, run: Callable[[SseSink], Awaitable], model: str, include_usage: bool,
+                 headers: dict[str, str]) -> None:
+        self.run = run
+        self.model = model
+        self.include_usage = include_usage
+        self.headers = headers
+
+    async def __call__(self, scope, receive, send) -> None:
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+        headers += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        sink = SseSink(send, self.model)
+        work = asyncio.ensure_future(self._work(sink))
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not work.done():  # the client went away (or this response was cancelled)
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+            gone.cancel()
+        if not work.cancelled() and work.exception() is not None:
+            log.debug("client gone mid-stream: %s", describe(work.exception()))  # nobody is listening any more
+
+    async def _work(self, sink: SseSink) -> None:
+        await sink.write(sink.chunk({"role": "assistant", "content": ""}))
+        try:
+            usage = (await self.run(sink)).usage
+        except (ClientGone, asyncio.CancelledError):
+            raise
+        except Exception as error:  # a fault of the runtime itself: say so, as the 500 of a plain request does
+            log.exception("streamed request failed")
+            await sink.write(sink.chunk({"content": f"internal error: {describe(error)}"}))
+            usage = no_usage()
+        tail = sink.chunk({}, "stop")
+        if self.include_usage:
+            tail += sink.usage_chunk(usage)
+        await sink.write(tail + b"data: [DONE]\n\n")
+        try:
+            await sink._send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
