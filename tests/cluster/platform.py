@@ -131,7 +131,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
     port = free_port()
     env.update({
         "KAOS_CHARTS_DIR": str(CHARTS),  # the image's copy of the charts is this checkout's charts/
-        "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(port),
+        "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(port), "KAOS_METRICS_PORT": str(free_port()),
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),

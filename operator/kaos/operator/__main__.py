@@ -25,7 +25,12 @@ def main() -> int:
     import kaos.operator.handlers  # noqa: F401  (registers the handlers)
 
     if settings.metrics_port:  # reconcile counts and durations (kaos.metrics) at :<port>/metrics
-        start_http_server(settings.metrics_port, addr=settings.health_host, registry=REGISTRY)
+        try:
+            start_http_server(settings.metrics_port, addr=settings.health_host, registry=REGISTRY)
+        except OSError as error:
+            print(f"kaos-operator: cannot serve metrics on {settings.health_host}:{settings.metrics_port}: "
+                  f"{error.strerror or error}", file=sys.stderr)
+            return 2
 
     namespaces = list(settings.watch_namespaces)
     kopf.run(
