@@ -44,8 +44,13 @@ def test_an_edit_rolls_the_release(cluster, operator, namespace):
 
 def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, namespace):
     apply(cluster, namespace, agent("early"))
-    wait_until(lambda: phase(cluster, "Agent", "early", namespace) == "Waiting", 30, interval=0.1, what="Waiting")
-    waiting = resource(cluster, "Agent", "early", namespace)
+    def waiting_with_finalizer():
+        found = resource(cluster, "Agent", "early", namespace) or {}
+        finalizers = found.get("metadata", {}).get("finalizers") or []
+        return found if phase(cluster, "Agent", "early", namespace) == "Waiting" and finalizers else None
+
+    # kopf adds the finalizer and the status in separate writes: wait for both.
+    waiting = wait_until(waiting_with_finalizer, 30, interval=0.1, what="Waiting with the finalizer")
     assert "ModelAPI llm (not found)" in waiting["status"]["message"]
     assert "kaos.tools/finalizer" in waiting["metadata"]["finalizers"]
     assert "agent-early" not in releases(cluster, namespace)
