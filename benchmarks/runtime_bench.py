@@ -69,6 +69,38 @@ class RawConnection:
         length = next(int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:"))
         return status, await self.reader.readexactly(length)
 
+    async def first_content(self, path: str, body: bytes, marker: bytes) -> float:
+        """POST a streaming request; seconds until a piece of the body holding ``marker`` (the
+        first content chunk) has arrived. The rest is read to the end (a content-length body
+        or a chunked one)."""
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        start = time.perf_counter()
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n".encode() + body
+        )
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        if " 200 " not in head.split("\r\n", 1)[0] + " ":
+            raise RuntimeError(f"streaming request answered {head.splitlines()[0]}")
+        seen, first = b"", None
+        if "transfer-encoding: chunked" in head:
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                piece = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                seen = (seen + piece)[-4096:]
+                if first is None and marker in seen:
+                    first = time.perf_counter() - start
+        else:
+            length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
+            seen = await self.reader.readexactly(length)
+            first = time.perf_counter() - start if marker in seen else None
+        if first is None:
+            raise RuntimeError(f"no content chunk in the stream: {seen[:200]!r}")
+        return first
+
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -107,22 +139,15 @@ async def run_load(url: str, total: int, concurrency: int, body: dict | None = N
 
 
 async def first_content_times(url: str, total: int) -> list[float]:
-    """Streaming requests: time until the first chunk with content has arrived. The agent
-    sends all SSE frames in one body, so that is when the body has been read."""
+    """Streaming requests: time until the first chunk with content has arrived (the agent
+    streams the model's pieces as they come, so that is before the body ends)."""
     base, path = split_url(url)
     payload = json.dumps({**BODY, "stream": True}).encode()
     connection = RawConnection(base)
-    times = []
     try:
-        for _ in range(total):
-            start = time.perf_counter()
-            status, body = await connection.post(path, payload)
-            times.append(time.perf_counter() - start)
-            if status != 200 or b'"delta":{"content":"' not in body:
-                raise RuntimeError(f"no content chunk in the stream: {body[:200]!r}")
+        return [await connection.first_content(path, payload, b'"delta":{"content":"') for _ in range(total)]
     finally:
         connection.close()
-    return times
 
 
 def report(name: str, latencies: list[float], wall: float | None = None) -> None:

@@ -118,6 +118,8 @@ def test_gateway_answers_json_404_and_503(test_namespace, narrow_modelapi):
 def test_hosted_modelapi_without_ollama_is_failed(test_namespace):
     from e2e.conftest import create_modelapi_hosted_resource
 
-    backend().apply(create_modelapi_hosted_resource(test_namespace, "hosted"))
+    resource = create_modelapi_hosted_resource(test_namespace, "hosted")
+    resource["spec"]["hostedConfig"]["engine"] = "ollama"  # unnamed, smollm2:135m runs on llama.cpp (tests/realmodel)
+    backend().apply(resource)
     status = wait_for_status("ModelAPI", "hosted", test_namespace, "Failed")["status"]
     assert "ollama" in status["message"]

@@ -67,6 +67,14 @@ class Settings(BaseSettings):
     ollama_image_repository: str = "ollama/ollama"
     ollama_image_tag: str = "0.12.6"
     ollama_image_pull_policy: str = "IfNotPresent"
+    # A Hosted ModelAPI on llama.cpp: the llama.cpp project's server image, and the image of the
+    # init step that fetches its GGUF (pip install of a package, or a download) into a volume.
+    llamacpp_image_repository: str = "ghcr.io/ggml-org/llama.cpp"
+    llamacpp_image_tag: str = "server-b9603"
+    llamacpp_image_pull_policy: str = "IfNotPresent"
+    modelfetch_image_repository: str = "python"
+    modelfetch_image_tag: str = "3.12-slim"
+    modelfetch_image_pull_policy: str = "IfNotPresent"
     # The workload charts, and the CRDs under kaos/crds.
     charts_dir: Path = REPO_CHARTS_DIR
     # The helm program; empty: the helm on PATH.
@@ -167,6 +175,14 @@ class Settings(BaseSettings):
     @property
     def ollama_image(self) -> Image:
         return Image(self.ollama_image_repository, self.ollama_image_tag, self.ollama_image_pull_policy)
+
+    @property
+    def llamacpp_image(self) -> Image:
+        return Image(self.llamacpp_image_repository, self.llamacpp_image_tag, self.llamacpp_image_pull_policy)
+
+    @property
+    def model_fetch_image(self) -> Image:
+        return Image(self.modelfetch_image_repository, self.modelfetch_image_tag, self.modelfetch_image_pull_policy)
 
     @property
     def crd_dir(self) -> Path:

@@ -144,7 +144,8 @@ async def test_model_not_offered_fails_with_the_core_message(control):
 
 async def test_hosted_modelapi_without_ollama_is_failed(control, monkeypatch):
     control.which = lambda name: None if name == "ollama" else "/bin/true"
-    hosted = {**MODELAPI, "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}}
+    # engine ollama named: without it smollm2:135m runs on llama.cpp (tests/realmodel)
+    hosted = {**MODELAPI, "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m", "engine": "ollama"}}}
     control.apply([(hosted, "h.yaml")])
     await eventually(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=30)
     assert "ollama" in control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]

@@ -24,6 +24,9 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MODEL_NAME" "value" $v.model) -}}
 {{- end -}}
 {{- $env = append $env (dict "name" "AGENTIC_LOOP_MAX_STEPS" "value" (toString $v.reasoningLoopMaxSteps)) -}}
+{{- if $v.toolCalling -}}
+{{- $env = append $env (dict "name" "MODEL_TOOL_CALLING" "value" $v.toolCalling) -}}
+{{- end -}}
 {{- $peers := list -}}
 {{- range $v.peers -}}
 {{- $peers = append $peers .name -}}

@@ -3,9 +3,29 @@ The modelapi chart's own templates. Names, labels, image references, env merging
 HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos-common).
 */}}
 
-{{/* Port the server listens on: LiteLLM 8000, Ollama 11434. */}}
+{{/* Port the server listens on: LiteLLM and llama.cpp 8000, Ollama 11434. */}}
 {{- define "modelapi.port" -}}
-{{- if eq .Values.mode "Hosted" -}}11434{{- else -}}8000{{- end -}}
+{{- if include "modelapi.ollama" . -}}11434{{- else -}}8000{{- end -}}
+{{- end -}}
+
+{{/* "true" when the server is Ollama (mode Hosted, engine ollama). */}}
+{{- define "modelapi.ollama" -}}
+{{- if and (eq .Values.mode "Hosted") (ne (.Values.hosted.engine | default "ollama") "llamacpp") -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the server is llama.cpp (mode Hosted, engine llamacpp). */}}
+{{- define "modelapi.llamacpp" -}}
+{{- if and (eq .Values.mode "Hosted") (eq (.Values.hosted.engine | default "ollama") "llamacpp") -}}true{{- end -}}
+{{- end -}}
+
+{{/* Where the llama.cpp server finds the GGUF: /models/<file> (fetched, or the hostPath file). */}}
+{{- define "modelapi.ggufPath" -}}
+{{- $gguf := .Values.hosted.llamacpp.gguf -}}
+{{- if $gguf.path -}}
+{{- printf "/models/%s" (base $gguf.path) -}}
+{{- else -}}
+{{- printf "/models/%s" ($gguf.file | default (base $gguf.url)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret that holds apiKey.value (the value never appears anywhere else). */}}
@@ -73,9 +93,10 @@ variable that the user's env also sets is left out so the user's value wins.
 */}}
 {{- define "modelapi.env" -}}
 {{- $env := list (dict "name" "HOST" "value" "0.0.0.0") (dict "name" "PORT" "value" (include "modelapi.port" .)) -}}
-{{- if eq .Values.mode "Hosted" -}}
+{{- if include "modelapi.ollama" . -}}
 {{- $env = append $env (dict "name" "OLLAMA_HOST" "value" "$(HOST):$(PORT)") -}}
 {{- $env = append $env (dict "name" "OLLAMA_MODELS" "value" "/models") -}}
+{{- else if include "modelapi.llamacpp" . -}}
 {{- else -}}
 {{- $env = append $env (dict "name" "LITELLM_LOCAL_MODEL_COST_MAP" "value" "True") -}}
 {{- /* Agents call the proxy without a key (the network policy limits who may); LiteLLM refuses to start without a master key unless told so. */ -}}

@@ -3,7 +3,8 @@
 The kubelet's rules are followed where they matter: env vars resolve in order (value, or
 valueFrom a Secret/ConfigMap), ``$(VAR)`` expands in env values, command and args, and
 ``$$(VAR)`` is an escaped literal. The chart's PORT/HOST are overridden with the loopback
-port the control plane allocated, and the image is mapped to a program installed here.
+port the control plane allocated, and the image is mapped to a program installed here
+(the llama.cpp server image to llama-cpp-python's server: kaos.local.llamacpp).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Callable, Mapping
 
+from kaos.local.llamacpp import LLAMACPP_IMAGE, LlamaCppUnavailable, gguf_locator, installed_file, server_argv
 from kaos.local.ports import LOOPBACK
 
 LITELLM_IMAGE = "ghcr.io/berriai/litellm"
@@ -125,13 +127,22 @@ def _value_from(name: str, source: Mapping, objects: Mapping[tuple[str, str], Ma
     raise CannotRunLocally(f"env {name}: only secretKeyRef and configMapKeyRef are supported locally")
 
 
-def program_for(image: str, command: list[str], args: list[str], which: Callable[[str], str | None]) -> list[str]:
+def program_for(image: str, command: list[str], args: list[str], which: Callable[[str], str | None],
+                llamacpp: Callable[[list[str]], list[str]] | None = None) -> list[str]:
     """The local argv that stands in for a container image.
 
-    ``which`` finds a program on PATH (the venv's bin dir comes first). Raises
-    CannotRunLocally when the image has no local equivalent or its program is missing.
+    ``which`` finds a program on PATH (the venv's bin dir comes first); ``llamacpp(args)``
+    gives the argv that stands in for the llama.cpp server image. Raises CannotRunLocally when
+    the image has no local equivalent or its program is missing.
     """
     repository = image_repository(image)
+    if repository == LLAMACPP_IMAGE:
+        if command or llamacpp is None:
+            raise CannotRunLocally(f"image {image} runs locally only as llama-server with its flags")
+        try:
+            return llamacpp(args)
+        except LlamaCppUnavailable as error:
+            raise CannotRunLocally(f"image {image}: {error}") from None
     if command and PurePosixPath(command[0]).name == RUNTIME_PROGRAM or repository.endswith("/" + RUNTIME_PROGRAM):
         rest = command[1:] + args if command else args
         return [_require(which, RUNTIME_PROGRAM, image)] + rest
@@ -171,6 +182,9 @@ def mounted_files(
         volume = volumes.get(mount.get("name"))
         if volume is None:
             raise CannotRunLocally(f"volumeMount {mount.get('name')!r} has no volume")
+        if "hostPath" in volume:  # one machine: the node's path is the local path
+            mounts[mount["mountPath"].rstrip("/") or "/"] = volume["hostPath"].get("path", "")
+            continue
         data, items = _volume_data(volume, objects)
         folder = f"{local_root}/{mount['name']}"
         for key, value in data.items():
@@ -224,8 +238,12 @@ def local_process(
     volume_root: str,
     which: Callable[[str], str | None],
     base_env: Mapping[str, str] = {},
+    installed: Callable[[str], str | None] = installed_file,
 ) -> LocalProcess:
-    """The process that runs the Deployment's first container on 127.0.0.1:port."""
+    """The process that runs the Deployment's first container on 127.0.0.1:port.
+
+    ``installed(relative_path)`` finds a file of an installed Python package (a GGUF, or
+    llama-cpp-python's server) for the llama.cpp server image."""
     pod_spec = deployment.get("spec", {}).get("template", {}).get("spec", {})
     containers = pod_spec.get("containers") or []
     if not containers:
@@ -239,8 +257,13 @@ def local_process(
     container_env = resolve_env(container.get("env") or [], objects, overrides)
     container_env = {k: rewrite_mount_paths(v, mounts) for k, v in container_env.items()}
     command = [rewrite_mount_paths(expand(c, container_env), mounts) for c in container.get("command") or []]
-    args = [rewrite_mount_paths(expand(a, container_env), mounts) for a in container.get("args") or []]
-    argv = program_for(image, command, args, which)
+    expanded_args = [expand(a, container_env) for a in container.get("args") or []]
+    args = [rewrite_mount_paths(a, mounts) for a in expanded_args]
+    fetched_from = {entry.get("name"): str(entry.get("value", "")) for init in pod_spec.get("initContainers") or []
+                    for entry in init.get("env") or [] if entry.get("name") in ("GGUF_PACKAGE", "GGUF_URL")}
+    locate = gguf_locator(mounts, fetched_from, installed)
+    # llama-server's --model names a container path; the locator maps it (mounts, installed packages).
+    argv = program_for(image, command, args, which, lambda _: server_argv(expanded_args, locate, installed))
     env = {**base_env, **container_env}
     return LocalProcess(
         name=deployment.get("metadata", {}).get("name", ""),

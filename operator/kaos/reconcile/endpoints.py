@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from kaos.reconcile.hosted import OLLAMA, engine
 from kaos.reconcile.refs import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
 
 EndpointOf = Callable[[str, str, str], str]
@@ -15,7 +16,7 @@ MCP_PATH = "/mcp"
 
 def service_port(resource: Mapping[str, Any], settings) -> int:
     spec = resource.get("spec") or {}
-    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted":
+    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted" and engine(spec) == OLLAMA:
         return OLLAMA_PORT
     if resource.get("kind") == MCPSERVER:
         entry = settings.mcp_runtimes.get(spec.get("runtime")) or {}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import EndpointOf, endpoint
+from kaos.reconcile.hosted import LLAMACPP, HostedConfigError, engine, gguf
 from kaos.reconcile.models import (
     ModelConfigError,
     admitted,
@@ -103,6 +104,11 @@ def _modelapi(resource, settings) -> dict[str, Any]:
     if spec.get("mode") == "Hosted":
         if not (spec.get("hostedConfig") or {}).get("model"):
             raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
+        if engine(spec) == LLAMACPP:
+            try:
+                gguf(spec)
+            except HostedConfigError as error:
+                raise _Invalid(str(error)) from None
         return modelapi_values(resource, settings)
     try:
         patterns = offered_models(spec)
@@ -210,6 +216,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         mcp_servers=[{"name": r.name, "url": url(r)} for r in present if r.kind == MCPSERVER],
         peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
         default_model=default_model,
+        model_tool_calling=((modelapi or {}).get("spec") or {}).get("toolCalling") or "",
         model_api_budget=((modelapi or {}).get("spec") or {}).get("budget"),
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from kaos.reconcile.hosted import LLAMACPP, engine, gguf
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import ref_of
 
@@ -85,14 +86,18 @@ def agent_values(
     mcp_servers: list[dict[str, str]],
     peers: list[dict[str, str]],
     default_model: str = "",
+    model_tool_calling: str = "",
     model_api_budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``model_tool_calling``: the ModelAPI's spec.toolCalling, used when the agent sets none."""
     spec = resource.get("spec") or {}
     config = spec.get("config") or {}
     container = _container(spec)
     telemetry = config.get("telemetry") or {}
     expose = (spec.get("agentNetwork") or {}).get("expose", True)
+    tool_calling = config.get("toolCalling") or model_tool_calling
     return {
+        **({"toolCalling": tool_calling} if tool_calling else {}),  # unset: the runtime's auto
         "name": ref_of(resource).name,
         "image": image_values(container.get("image"), settings.runtime_image),
         "replicas": spec.get("replicas", 1),
@@ -126,8 +131,17 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     api_key = proxy.get("apiKey") or {}
     hosted_image = settings.ollama_image.values()
     proxy_image = settings.litellm_image.values()
+    hosted_extra: dict[str, Any] = {}
     if spec.get("mode") == "Hosted":
-        hosted_image = image_values(container.get("image"), settings.ollama_image)
+        hosted_extra["engine"] = engine(spec)
+        if hosted_extra["engine"] == LLAMACPP:
+            hosted_extra["llamacpp"] = {
+                "image": image_values(container.get("image"), settings.llamacpp_image),
+                "fetchImage": settings.model_fetch_image.values(),
+                "gguf": gguf(spec),
+            }
+        else:
+            hosted_image = image_values(container.get("image"), settings.ollama_image)
     else:
         proxy_image = image_values(container.get("image"), settings.litellm_image)
     return {
@@ -148,6 +162,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         "hosted": {
             "image": hosted_image,
             "model": (spec.get("hostedConfig") or {}).get("model") or "",
+            **hosted_extra,
         },
         "env": _copy_list(container.get("env")),
         "resources": copy.deepcopy(container.get("resources") or {}),
