@@ -38,14 +38,21 @@ def content(event) -> str:
 
 
 def assert_spread_over_time(started: float, arrived: list) -> None:
-    """The pieces of the answer arrive as the model produces them: several chunks, at distinct
-    times, spread over a good part of the request (one burst would put them all at its end)."""
+    """The pieces of the answer arrive as the model produces them, not in one burst at the end.
+
+    A burst (an answer buffered, then written out) reaches the client in one read: its chunks
+    are microseconds apart. The model decodes one token every ~15 ms here (more on a busy
+    machine), so real streaming spaces the chunks by milliseconds. The time to the first token
+    is left out: it varies with the machine's load and says nothing about bursts."""
     times = [at for at, event in arrived if content(event)]
     assert len(times) >= 3, f"only {len(times)} content chunks"
-    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
-    spread, total = times[-1] - times[0], times[-1] - started
-    assert spread >= 0.2 * total, f"content arrived within {spread * 1000:.1f} ms of a {total * 1000:.0f} ms request"
-    assert sorted(gaps)[len(gaps) // 2] >= 0.0005, f"median gap {sorted(gaps)[len(gaps) // 2] * 1e6:.0f} us: a burst"
+    gaps = sorted(later - earlier for earlier, later in zip(times, times[1:]))
+    median = gaps[len(gaps) // 2]
+    spread = times[-1] - times[0]
+    print(f"first content after {(times[0] - started) * 1000:.0f} ms, {len(times)} chunks over "
+          f"{spread * 1000:.0f} ms, median gap {median * 1000:.1f} ms")
+    assert median >= 0.002, f"median gap between content chunks {median * 1e6:.0f} us: a burst"
+    assert spread >= 0.002 * (len(times) - 1), f"{len(times)} chunks within {spread * 1000:.1f} ms: a burst"
 
 
 @pytest.fixture(scope="module")
@@ -170,4 +177,7 @@ def test_a_coordinator_on_the_real_model_records_the_delegation_to_a_scripted_wo
     assert arrived[-1][1] == "[DONE]"
     streamed = [e["event_type"] for e in events(streamer, session_id="streamed-delegation")]
     assert streamed[:3] == ["user_message", "delegation_request", "delegation_response"]
-    assert "```delegate" not in "".join(content(e) for _, e in arrived)  # the delegation step never reached the client
+    # the client got the final answer and nothing of the steps before it (the scripted delegation);
+    # the small model may imitate a delegate block in its answer, so compare, not search
+    answers = [e["content"] for e in events(streamer, session_id="streamed-delegation", event_type="agent_response")]
+    assert "".join(content(e) for _, e in arrived) == answers[-1]
