@@ -41,7 +41,7 @@ def _mcp(server: ServerSettings) -> None:
 
     settings = McpServerSettings.from_env()
     app = create_mcp_app(settings.tools_source, name=settings.server_name, path=settings.path,
-                         log_level=server.log_level)
+                         log_level=server.log_level, auth=settings.auth)
     _serve(app, server)
 
 

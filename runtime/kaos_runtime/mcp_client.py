@@ -3,6 +3,10 @@
 Opening an MCP client costs tens of milliseconds, so each server gets one long-lived
 session, held open by a background task and shared by all requests; a failed call drops it
 and the next call reconnects (servers may restart or start after the agent).
+
+A server with a token (``MCP_SERVER_<NAME>_TOKEN``) is sent ``Authorization: Bearer <token>``
+on every request; a refusal (HTTP 401/403, which the SDK reports only as "an error response")
+is named in the error.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class McpConnection:
         self._client = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
+        self._refused: int | None = None  # HTTP status of the last refused request (401, 403)
 
     async def _connected(self):
         async with self._lock:
@@ -59,23 +64,52 @@ class McpConnection:
             raise
         self._stop = stop
 
+    def _http_client(self):
+        """The HTTP client of a session: the MCP SDK's defaults, the server's token, and a hook
+        that notes refusals (the SDK turns them into a bare JSON-RPC error)."""
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        headers = {"Authorization": f"Bearer {self.server.token}"} if self.server.token else None
+        http = create_mcp_http_client(headers=headers)
+
+        async def note_refusal(response) -> None:
+            if response.status_code in (401, 403):
+                self._refused = response.status_code
+
+        http.event_hooks["response"].append(note_refusal)
+        return http
+
     async def _hold(self, ready: asyncio.Future, stop: asyncio.Event) -> None:
         from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
 
         client = None
         try:
-            async with Client(self.server.url, read_timeout_seconds=self.timeout) as client:
+            async with self._http_client() as http, Client(
+                streamable_http_client(self.server.url, http_client=http), read_timeout_seconds=self.timeout,
+            ) as client:
                 if not ready.done():
                     ready.set_result(client)
                 await stop.wait()
         except BaseException as error:  # anyio wraps failures in exception groups
             if not ready.done():
-                ready.set_exception(ToolError(describe(error)))
+                ready.set_exception(ToolError(self._describe(error)))
             else:
                 log.debug("MCP session to %s ended: %s", self.server.url, describe(error))
         finally:
             if self._client is client:
                 self._client = None
+
+    def _describe(self, error: BaseException) -> str:
+        """The error, or what the server refused: HTTP 401 names the token this agent sent (or not)."""
+        status, self._refused = self._refused, None
+        if status is None:
+            return describe(error)
+        if status == 403:
+            return "HTTP 403 Forbidden: the server refused this agent's token"
+        given = "its token (MCP_SERVER_<NAME>_TOKEN) was not accepted" if self.server.token else \
+            "the server requires a bearer token and this agent sends none (MCP_SERVER_<NAME>_TOKEN)"
+        return f"HTTP 401 Unauthorized: {given}"
 
     def drop(self) -> None:
         if self._stop is not None:
@@ -93,7 +127,8 @@ class McpConnection:
             except Exception as error:
                 self.drop()
                 if attempt == 2 or isinstance(error, asyncio.TimeoutError):
-                    raise ToolError(f"MCP server {self.server.name} ({self.server.url}): {describe(error)}") from error
+                    raise ToolError(f"MCP server {self.server.name} ({self.server.url}): "
+                                    f"{self._describe(error)}") from error
 
     async def list_tools(self) -> list[dict]:
         result = await self._request(lambda client: client.list_tools())
@@ -115,6 +150,7 @@ class ToolCatalog:
         self._tools: dict[str, dict] = {}
         self._owner: dict[str, str] = {}
         self._discovered: set[str] = set()
+        self._failures: dict[str, str] = {}  # server -> why its last discovery failed
         self._refresher = Refresher(self._discover)
 
     @property
@@ -139,8 +175,10 @@ class ToolCatalog:
         )
         for name, result in zip(pending, results):
             if isinstance(result, BaseException):
+                self._failures[name] = str(result) if isinstance(result, ToolError) else describe(result)
                 log.warning("tool discovery on %s failed: %s", name, describe(result))
                 continue
+            self._failures.pop(name, None)
             self._discovered.add(name)
             for tool in result:
                 self._tools[tool["name"]] = tool
@@ -154,7 +192,9 @@ class ToolCatalog:
         if server is None:
             known = ", ".join(sorted(self._tools)) or "none"
             unreachable = [name for name in self.connections if name not in self._discovered]
+            refused = [self._failures[name] for name in unreachable if "HTTP 40" in self._failures.get(name, "")]
             hint = f"; not reachable yet: MCP server {', '.join(unreachable)}" if unreachable else ""
+            hint += "".join(f" ({reason})" for reason in refused)
             raise ToolError(f"unknown tool {tool!r} (available tools: {known}{hint})")
         text, is_error = await self.connections[server].call_tool(tool, arguments)
         if is_error:

@@ -1,4 +1,8 @@
-"""`kaos-runtime mcp`: the python-string MCP server (streamable HTTP) with a /health route."""
+"""`kaos-runtime mcp`: the python-string MCP server (streamable HTTP) with a /health route.
+
+With API keys or an OIDC issuer configured (``AUTH_*``, as for agents), the MCP endpoint needs
+``Authorization: Bearer <token>`` (kaos_runtime/auth.py); ``GET /health`` stays open.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,14 @@ import logging
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .auth import BearerAuth, Verifier
 from .python_string_tools import load_tools
+from .settings import AuthSettings
 
 log = logging.getLogger("kaos_runtime.mcp_server")
+
+EXEMPT_PATHS = frozenset({"/health"})  # the probe path; it names the tools, which is how a
+# control plane lists those of a guarded server
 
 
 def reporting_errors(tool):
@@ -67,7 +76,7 @@ class NoGetStream:
         await self.app(scope, receive, send)
 
 
-def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
+def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", auth: AuthSettings | None = None):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -82,10 +91,14 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO"):
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "healthy", "name": name, "tools": names})
 
-    return NoGetStream(server.streamable_http_app(
+    app = NoGetStream(server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=True,
         json_response=True,
         # Agents reach the server by its Service name or through the gateway, not only as localhost.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     ), path)
+    verifier = Verifier(auth or AuthSettings())
+    if verifier.enabled:
+        log.info("bearer authentication on: %s needs a token (GET /health stays open)", path)
+    return BearerAuth(app, verifier, exempt=EXEMPT_PATHS)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
@@ -76,6 +76,8 @@ class Peer:
 class McpServer:
     name: str
     url: str
+    # Bearer token sent to this server (MCP_SERVER_<NAME>_TOKEN); kept out of repr and logs.
+    token: str = field(default="", repr=False)
 
 
 class _Environment(EnvSettingsSource):
@@ -201,7 +203,8 @@ class AuthSettings(_Settings):
     oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
     oidc_issuer: Trimmed = Field("", validation_alias="AUTH_OIDC_ISSUER")
     oidc_audience: Trimmed = Field("", validation_alias="AUTH_OIDC_AUDIENCE")
-    # The agent's own credential, sent as a bearer token when it delegates.
+    # The agent's own credential, sent as a bearer token when it delegates (the chart also
+    # gives it to the agent as MODEL_API_KEY and MCP_SERVER_<NAME>_TOKEN; see docs/runtime.md).
     outbound_token: SecretStr = Field("", validation_alias="AUTH_OUTBOUND_TOKEN")
 
     def api_keys(self) -> list[tuple[str, str]]:
@@ -275,7 +278,7 @@ class AgentSettings(_Settings):
             for name, url in _listed_urls(env, "PEER_AGENTS", "PEER_AGENT_{key}_CARD_URL", "peer")
         )
         servers = tuple(
-            McpServer(name=name, url=mcp_url(url))
+            McpServer(name=name, url=mcp_url(url), token=env.get(f"MCP_SERVER_{env_key(name)}_TOKEN", "").strip())
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
         return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env),
@@ -288,6 +291,12 @@ class McpServerSettings(_Settings):
     tools_source: str = Field("", validation_alias="MCP_TOOLS_STRING")
     server_name: str = Field("kaos-python-string", validation_alias="MCP_SERVER_NAME")
     path: str = Field("/mcp", validation_alias="MCP_PATH")
+    # Bearer authentication of the MCP endpoint (AUTH_API_KEYS, AUTH_OIDC_*), as for agents.
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+
+    @classmethod
+    def _derived(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        return {"auth": AuthSettings.from_env(env)}
 
 
 class TelemetrySettings(_Settings):
