@@ -10,6 +10,8 @@
   artifact updates (when the loop streams; otherwise one artifact), then completed (or failed
   with the error's text). A cancel cancels the run. An A2A context id is the KAOS session id,
   so a conversation continued in one context shares the agent's memory with the OpenAI API.
+  A coordinator that delegates here by URL sends ``X-KAOS-Delegation-Depth`` as with the OpenAI
+  API, and the depth limit holds the same way (no header: depth 0).
 
 ``mount(app, runtime)`` adds the routes; the SDK is imported only then.
 """
@@ -24,7 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from .agent_loop import LoopRequest
+from .chat_request import parse_depth
 from .errors import describe
+from .peers import DEPTH_HEADER
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -81,11 +85,13 @@ def _executor(runtime):
             updater = TaskUpdater(event_queue, context.task_id, context.context_id)
             sink = _ArtifactSink(updater, f"{context.task_id}-answer")
             await updater.start_work()
-            request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
-                                  session_id=context.context_id, depth=0, continued=True)
             try:
-                with runtime.telemetry.server_span("a2a", {}, {"kaos.agent": runtime.config.name,
-                                                             "kaos.session_id": context.context_id}):
+                headers = context.call_context.state.get("headers") or {}
+                depth = parse_depth(headers.get(DEPTH_HEADER.lower()))  # a KAOS coordinator's, else 0
+                request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
+                                      session_id=context.context_id, depth=depth, continued=True)
+                with runtime.telemetry.server_span("a2a", headers, {"kaos.agent": runtime.config.name,
+                                                                  "kaos.session_id": context.context_id}):
                     answer = await (runtime.agent.run(request, sink) if streams else runtime.agent.run(request))
             except Exception as error:  # the loop's own errors end the task, with the reason
                 log.warning("A2A task %s failed: %s", context.task_id, describe(error))

@@ -48,7 +48,7 @@ def agent_card(config: AgentSettings, url: str, skills: list[dict]) -> dict:
     capabilities = ["message_processing", "task_execution"]
     if config.mcp_servers:
         capabilities.append("tool_execution")
-    if config.peers:
+    if config.peers or config.a2a_peers:
         capabilities.append("task_delegation")
     return {
         "name": config.name,
@@ -72,7 +72,8 @@ class Runtime:
         self.budget = create_budget(config.budget, config.name, config.memory, self.metrics.budget_rejected, self.memory)
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.tools = MeteredTools(ToolCatalog(config.mcp_servers, config.tool_timeout), self.metrics)
-        self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout), self.metrics)
+        self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout,
+                                                  config.a2a_peers), self.metrics)
         self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
         self.ready = False
@@ -103,6 +104,7 @@ class Runtime:
         if self._startup is not None:
             self._startup.cancel()
         await self.tools.close()
+        await self.peers.close()
         await self.model.close()
         await self.http.close()
         await self.memory.close()

@@ -25,7 +25,8 @@ from .settings import AuthSettings
 
 log = logging.getLogger("kaos_runtime.auth")
 
-EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json"})
+EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json",
+                          "/.well-known/agent-card.json"})
 JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
 JWKS_REFRESH_SECONDS = 300
 

@@ -9,3 +9,7 @@ def describe(error: BaseException) -> str:
         error = error.exceptions[0]
     text = str(error).strip()
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class DelegationError(Exception):
+    """A peer could not be reached or did not answer properly (KAOS peers and A2A peers alike)."""

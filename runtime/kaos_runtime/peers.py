@@ -1,4 +1,9 @@
-"""Peer agents: their cards (for the system prompt) and delegation over HTTP."""
+"""Peer agents: their cards (for the system prompt) and delegation.
+
+A KAOS peer, named in ``PEER_AGENTS``, is delegated to here: the context and the task POSTed to
+its ``/v1/chat/completions``. A peer named by URL (``A2A_PEER_URLS``) is an A2A agent, delegated
+to over A2A by a2a_peer.py. The loop sees one directory of names either way.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,13 @@ import asyncio
 import json
 import logging
 
-from .errors import describe
+from .a2a_peer import A2APeer, A2APeers, fetch_card
+from .errors import DelegationError, describe
 from .http import HttpClient
 from .refresh import Refresher
 from .settings import Peer
+
+__all__ = ["DEPTH_HEADER", "DelegationError", "PeerDirectory"]
 
 log = logging.getLogger("kaos_runtime.peers")
 
@@ -17,30 +25,33 @@ DEPTH_HEADER = "X-KAOS-Delegation-Depth"
 CARD_TIMEOUT_SECONDS = 5.0
 
 
-class DelegationError(Exception):
-    """A peer could not be reached or did not answer properly."""
-
-
 class PeerDirectory:
-    def __init__(self, peers: tuple[Peer, ...], http: HttpClient, timeout: float) -> None:
-        self.peers = {peer.name: peer for peer in peers}
+    def __init__(self, peers: tuple[Peer, ...], http: HttpClient, timeout: float,
+                 a2a_urls: tuple[str, ...] = ()) -> None:
+        self.named = {peer.name: peer for peer in peers}
+        self.a2a = A2APeers(a2a_urls, http, timeout, CARD_TIMEOUT_SECONDS, taken=frozenset(self.named))
         self.http = http
         self.timeout = timeout
         self._cards: dict[str, dict] = {}
         self._refresher = Refresher(self._fetch_missing_cards)
 
     @property
-    def complete(self) -> bool:
-        return len(self._cards) == len(self.peers)
+    def peers(self) -> dict[str, Peer | A2APeer]:
+        """Every peer by the name the model uses for it."""
+        return {**self.named, **self.a2a.by_name()}
 
-    def get(self, name: str) -> Peer | None:
-        return self.peers.get(name)
+    @property
+    def complete(self) -> bool:
+        return len(self._cards) == len(self.named) and self.a2a.complete
+
+    def get(self, name: str) -> Peer | A2APeer | None:
+        return self.named.get(name) or self.a2a.get(name)
 
     def describe(self) -> list[dict]:
         return [
             {"name": name, "description": self._cards.get(name, {}).get("description", "")}
-            for name in self.peers
-        ]
+            for name in self.named
+        ] + self.a2a.describe()
 
     async def fetch_cards(self, wait: float | None = None) -> None:
         """Fetch the cards not fetched yet; wait at most `wait` seconds."""
@@ -51,30 +62,28 @@ class PeerDirectory:
             await self._refresher.run_if_due()
 
     async def _fetch_missing_cards(self) -> None:
-        missing = [peer for name, peer in self.peers.items() if name not in self._cards]
-        results = await asyncio.gather(*(self._card(peer) for peer in missing), return_exceptions=True)
+        missing = [peer for name, peer in self.named.items() if name not in self._cards]
+        results, _ = await asyncio.gather(
+            asyncio.gather(*(fetch_card(self.http, peer.card_url, CARD_TIMEOUT_SECONDS) for peer in missing),
+                           return_exceptions=True),
+            self.a2a.fetch_missing(),
+        )
         for peer, result in zip(missing, results):
             if isinstance(result, BaseException):
                 log.info("card of peer %s not available yet: %s", peer.name, describe(result))
             else:
                 self._cards[peer.name] = result
 
-    async def _card(self, peer: Peer) -> dict:
-        status, body = await self.http.request("GET", peer.card_url, timeout=CARD_TIMEOUT_SECONDS)
-        if status != 200:
-            raise DelegationError(f"HTTP {status}")
-        card = json.loads(body)
-        if not isinstance(card, dict):
-            raise DelegationError("the card is not a JSON object")
-        return card
-
-    async def delegate(self, peer: Peer, messages: list[dict], depth: int, sender: str,
+    async def delegate(self, peer: Peer | A2APeer, messages: list[dict], depth: int, sender: str,
                        extra_headers: dict | None = None) -> str:
-        """POST the context and a task-delegation message; return the peer's answer."""
+        """Give the peer the task (the last message; a KAOS peer gets the context before it too);
+        return the peer's answer, or raise DelegationError."""
+        headers = {**(extra_headers or {}), DEPTH_HEADER: str(depth), "X-KAOS-Delegated-By": sender}
+        if isinstance(peer, A2APeer):
+            return await self.a2a.delegate(peer, messages[-1]["content"], headers)
         url = peer.base_url + "/v1/chat/completions"
         payload = {"model": peer.name, "messages": messages, "stream": False}
-        headers = {**(extra_headers or {}), DEPTH_HEADER: str(depth), "X-KAOS-Delegated-By": sender,
-                   "Content-Type": "application/json"}
+        headers["Content-Type"] = "application/json"
         try:
             status, body = await self.http.request("POST", url, body=json.dumps(payload).encode(),
                                                    headers=headers, timeout=self.timeout)
@@ -86,3 +95,6 @@ class PeerDirectory:
             return json.loads(body)["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise DelegationError(f"agent {peer.name} sent an answer that is not a chat completion") from error
+
+    async def close(self) -> None:
+        await self.a2a.close()

@@ -13,7 +13,7 @@ the variable its ``validation_alias`` names, a blank variable counts as unset, a
 value is a ``ConfigError`` whose one line names the variable. Building a model directly
 (``MemorySettings(max_sessions=2)``) takes the values given and reads no environment. The
 families ``PEER_AGENT_<NAME>_CARD_URL`` and ``MCP_SERVER_<NAME>_URL`` are read by hand in
-``AgentSettings.from_env``.
+``AgentSettings.from_env``; ``A2A_PEER_URLS`` (peers reached by URL over A2A) is a plain list.
 
 The step and memory defaults are the Agent CRD's (charts/kaos/crds/agent.yaml is the source
 of record for resources); this is the runtime's one copy, for running it standalone, and a
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -33,7 +34,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 
 from .tool_calling import check_scripted
 
-CARD_SUFFIXES = ("/.well-known/agent.json", "/.well-known/agent")
+CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -231,6 +232,8 @@ class AgentSettings(_Settings):
     api_key: SecretStr = Field("sk-kaos-no-key", validation_alias=AliasChoices("MODEL_API_KEY", "OPENAI_API_KEY"))
     max_steps: int = Field(5, ge=1, validation_alias="AGENTIC_LOOP_MAX_STEPS")
     peers: tuple[Peer, ...] = ()
+    # A2A agents reached by URL (their base or card URL); their names come from their cards (a2a_peer.py).
+    a2a_peers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="A2A_PEER_URLS")
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
@@ -270,6 +273,18 @@ class AgentSettings(_Settings):
         if not isinstance(value, list):
             raise ValueError("DEBUG_MOCK_RESPONSES must be a JSON list of strings (or of {content, tool_calls} objects)")
         return tuple(check_scripted(item, index) for index, item in enumerate(value))
+
+    @field_validator("a2a_peers", mode="before")
+    @classmethod
+    def _url_list(cls, value: Any) -> Any:
+        """A2A_PEER_URLS: http(s) URLs separated by commas or white space, each once."""
+        if not isinstance(value, str):
+            return value
+        urls = tuple(dict.fromkeys(url for url in re.split(r"[\s,]+", value) if url))
+        wrong = [url for url in urls if not url.startswith(("http://", "https://"))]
+        if wrong:
+            raise ValueError(f"A2A_PEER_URLS must hold http(s) URLs, got {', '.join(map(repr, wrong))}")
+        return urls
 
     @classmethod
     def _derived(cls, env: Mapping[str, str]) -> dict[str, Any]:
@@ -334,7 +349,8 @@ def mcp_url(url: str) -> str:
 
 
 def peer_base_url(card_url: str) -> str:
-    """The peer's base URL: its card URL without the `/.well-known/agent[.json]` suffix."""
+    """The peer's base URL: its card URL without the `/.well-known/agent[.json]` or
+    `/.well-known/agent-card.json` suffix."""
     url = card_url.rstrip("/")
     for suffix in CARD_SUFFIXES:
         if url.endswith(suffix):
