@@ -125,6 +125,10 @@ _import_lock = threading.Lock()
 
 
 def import_litellm():
+    """Import litellm (once, thread-safe). The runtime is the one owner of its
+    LITELLM_LOCAL_MODEL_COST_MAP: set here, before the import, so that the import reads the
+    bundled cost map instead of fetching it (no chart, image or caller sets it for the runtime;
+    a value already set wins)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with _import_lock:
         import litellm

@@ -149,7 +149,7 @@ def test_local_process_overrides_host_and_port_and_expands_args():
                             "--host", "127.0.0.1", "--port", "45678")
     env = process.env_dict
     assert (env["HOST"], env["PORT"], env["A"], env["PATH"]) == ("127.0.0.1", "45678", "b", "/usr/bin")
-    assert "LITELLM_LOCAL_MODEL_COST_MAP" not in env, "the charts set it (for LiteLLM and the runtime), not the local backend"
+    assert "LITELLM_LOCAL_MODEL_COST_MAP" not in env, "the modelapi chart sets it for LiteLLM, not the local backend"
     assert process.files == (("/home/vol/config/config.yaml", "model_list: []"),)
     assert process.readiness_path == "/health/readiness"
     assert process.port == 45678

@@ -40,8 +40,7 @@ class Service:
 def spawn(name: str, args: list[str], env: dict, log_dir: str, port: int | None = None) -> Service:
     """Run `python <args>` with HOST=127.0.0.1 and a free PORT, output to a log file."""
     port = port or free_port()
-    full_env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                **{key: str(value) for key, value in env.items()}}
+    full_env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), **{key: str(value) for key, value in env.items()}}
     log_path = os.path.join(log_dir, f"{name}-{port}.log")
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, *args], env=full_env, stdout=log, stderr=subprocess.STDOUT)

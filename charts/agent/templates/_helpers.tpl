@@ -102,7 +102,6 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "OTEL_EXPORTER_OTLP_ENDPOINT" "value" $v.telemetry.endpoint) -}}
 {{- end -}}
 {{- end -}}
-{{- $env = append $env (dict "name" "LITELLM_LOCAL_MODEL_COST_MAP" "value" "True") -}}
 {{- $env = append $env (dict "name" "HOST" "value" "0.0.0.0") -}}
 {{- $env = append $env (dict "name" "PORT" "value" (toString $v.service.port)) -}}
 {{- include "kaos-common.env.merge" (list $env $v.env) -}}
