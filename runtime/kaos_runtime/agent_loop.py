@@ -126,8 +126,8 @@ class Agent:
                 prompts[native] = {"role": "system", "content": prompt}
             messages[0] = prompts[native]
             try:
-                reply, streamed = await self._call_model(messages, step, openai_tools(skills, peers) if native else None,
-                                                         sink)
+                reply, gate = await self._call_model(messages, step, openai_tools(skills, peers) if native else None,
+                                                     sink)
             except ModelError as error:
                 await self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer.content = f"The model call failed: {error}"
@@ -144,7 +144,10 @@ class Agent:
             if action is None:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content
-                return answer if streamed else await self._finish(answer, sink)
+                if gate is None:
+                    return await self._finish(answer, sink)
+                await gate.release()
+                return answer
             messages.append({"role": "assistant", "content": reply.content})
             messages.append({"role": "user", "content": (await self._act(action, request, conversation)).fenced})
         answer.content = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
@@ -160,18 +163,18 @@ class Agent:
         return answer
 
     async def _call_model(self, messages: list[dict], step: int, tools: list[dict] | None,
-                          sink: Sink | None) -> tuple[ModelReply, bool]:
-        """The reply, and whether its text was streamed to the sink already."""
+                          sink: Sink | None) -> tuple[ModelReply, StepGate | None]:
+        """The reply, and with a sink the gate that streamed what it could of it."""
         attributes = {"gen_ai.request.model": self.config.model_name, "kaos.step": step}
         with self.telemetry.span("model.call", attributes, client=True) as span:
             try:
                 if sink is None:
-                    return await self.model.complete(messages, tools), False
+                    return await self.model.complete(messages, tools), None
                 gate = StepGate(sink)
                 async with aclosing(self.model.stream(messages, tools)) as deltas:
                     async for delta in deltas:
                         await gate.feed(delta)
-                return gate.reply(), gate.streamed
+                return gate.reply(), gate
             except ModelError as error:
                 self.telemetry.failed(span, str(error))
                 raise

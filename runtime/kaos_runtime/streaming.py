@@ -7,9 +7,10 @@ Two parts:
   can tell: a tool-call fragment (native), or text that opens a ```tool_call / ```delegate
   block (fenced), makes it an action, held whole and never sent; text that cannot be the
   start of such a block makes it the answer, and from then on every piece is passed on as it
-  arrives. Leading blanks and a lone opening fence are held until they decide. (A model that
-  writes text first and asks for a tool later in the same reply has had that text streamed;
-  the tool still runs and the rest of the answer follows, as without streaming.)
+  arrives, but for a fence that may still open a block. Leading blanks and a lone opening
+  fence are held until they decide. (A model that writes text first and asks for a tool later
+  in the same reply has had that text streamed, never the block or the call itself; the tool
+  still runs and the rest of the answer follows, as without streaming.)
 - ``ChatStream`` is the ASGI response of a ``stream: true`` request: it sends the role chunk
   at once, runs the agentic loop with an ``SseSink`` that writes a ``chat.completion.chunk``
   per piece, listens for the client going away meanwhile (and then cancels the loop, so the
@@ -31,6 +32,7 @@ import time
 from typing import Awaitable, Callable, Protocol
 
 from .errors import describe
+from .memory import MemoryUnavailable
 from .model import Delta, ModelReply, no_usage
 from .openai_format import completion_id
 from .tool_calling import CallAssembler
@@ -61,7 +63,12 @@ def could_open_block(text: str) -> bool:
 
 
 class StepGate:
-    """One streamed model reply: holds it until it is known to be the answer, then streams it."""
+    """One streamed model reply: holds it until it is known to be the answer, then streams it.
+
+    Once the reply is the answer, a fence that may still open a block is held back (the rest is
+    passed on as it arrives); should it open one after all, or should the model ask for a tool
+    natively after some text, the reply becomes an action there and nothing more is passed on.
+    """
 
     UNDECIDED, ANSWER, ACTION = "undecided", "answer", "action"
 
@@ -69,36 +76,59 @@ class StepGate:
         self.sink = sink
         self.state = self.UNDECIDED
         self._parts: list[str] = []
+        self._sent = 0  # characters of the reply's text passed to the sink
         self._calls = CallAssembler()
         self._usage: dict[str, int] | None = None
-
-    @property
-    def streamed(self) -> bool:
-        """Every piece of the reply's text has been passed to the sink."""
-        return self.state == self.ANSWER
 
     async def feed(self, delta: Delta) -> None:
         if delta.usage is not None:
             self._usage = delta.usage
         if delta.tool_calls:
             self._calls.add(delta.tool_calls)
-            if self.state == self.UNDECIDED:
-                self.state = self.ACTION
+            self.state = self.ACTION
         if not delta.content:
             return
         self._parts.append(delta.content)
         if self.state == self.ANSWER:
-            await self.sink.text(delta.content)
+            await self._pass_on()
         elif self.state == self.UNDECIDED:
             held = "".join(self._parts)
             if BLOCK_OPENER.search(held):
                 self.state = self.ACTION
             elif held.strip() and not could_open_block(held.lstrip()):
                 self.state = self.ANSWER
-                await self.sink.text(held)
+                await self._pass_on()
+
+    async def _pass_on(self) -> None:
+        """Send what is not sent yet, but for a tail that may still open a block."""
+        text = "".join(self._parts)
+        pending = text[self._sent:]
+        opener = BLOCK_OPENER.search(pending)
+        if opener is not None:
+            self.state = self.ACTION
+            upto = opener.start()
+        else:
+            upto = next((at for at in _fences(pending) if could_open_block(pending[at:])), len(pending))
+        if upto:
+            await self.sink.text(pending[:upto])
+            self._sent += upto
+
+    async def release(self) -> None:
+        """The reply is the final answer: send whatever of it was held."""
+        rest = "".join(self._parts)[self._sent:]
+        self._sent += len(rest)
+        await self.sink.text(rest)
 
     def reply(self) -> ModelReply:
         return ModelReply("".join(self._parts), self._usage or no_usage(), self._calls.calls())
+
+
+def _fences(text: str):
+    """Where a run of backticks starts in ``text``."""
+    at = text.find("`")
+    while at != -1:
+        yield at
+        at = text.find("`", at + 1)
 
 
 def _frame(payload: dict) -> bytes:
@@ -201,6 +231,11 @@ class ChatStream:
             usage = (await self.run(sink)).usage
         except (ClientGone, asyncio.CancelledError):
             raise
+        except MemoryUnavailable as error:  # the 503 of a plain request, once the stream has begun
+            log.warning("streamed request stopped: %s", error)
+            await sink.write(_frame({"error": {"message": f"{error}; try again shortly", "type": "service_unavailable",
+                                               "code": 503}}))
+            usage = no_usage()
         except Exception as error:  # a fault of the runtime itself: say so, as the 500 of a plain request does
             log.exception("streamed request failed")
             await sink.write(sink.chunk({"content": f"internal error: {describe(error)}"}))

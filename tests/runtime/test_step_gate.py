@@ -32,13 +32,14 @@ async def run(*deltas: Delta) -> tuple[StepGate, list[list[str]]]:
 async def test_an_answer_streams_from_its_first_word():
     gate, seen = await run(Delta("Hel"), Delta("lo"), Delta(" world"), Delta(usage={"prompt_tokens": 3}))
     assert seen[0] == ["Hel"] and seen[2] == ["Hel", "lo", " world"]
-    assert gate.streamed and gate.reply().content == "Hello world" and gate.reply().usage["prompt_tokens"] == 3
+    assert gate.state == gate.ANSWER and gate.reply().content == "Hello world"
+    assert gate.reply().usage["prompt_tokens"] == 3
 
 
 async def test_blanks_and_a_lone_fence_are_held_until_they_decide():
     gate, seen = await run(Delta("\n "), Delta("``"), Delta("`py"), Delta("thon\nprint(1)\n```"))
     assert seen[0] == [] and seen[1] == []
-    assert seen[2] == ["\n ```py"] and gate.streamed  # not a tool_call/delegate fence: the answer
+    assert seen[2] == ["\n ```py"] and gate.state == gate.ANSWER  # not a tool_call/delegate fence: the answer
 
 
 @pytest.mark.parametrize("pieces", [
@@ -49,20 +50,50 @@ async def test_blanks_and_a_lone_fence_are_held_until_they_decide():
 ])
 async def test_a_fenced_action_is_never_streamed(pieces):
     gate, seen = await run(*(Delta(piece) for piece in pieces))
-    assert seen[-1] == [] and not gate.streamed
+    assert seen[-1] == [] and gate.state == gate.ACTION
     assert find_action(gate.reply().content) is not None
 
 
 async def test_a_native_tool_call_is_never_streamed():
     fragment = {"index": 0, "id": "c1", "function": {"name": "echo", "arguments": "{}"}}
     gate, seen = await run(Delta(""), Delta(tool_calls=(fragment,)), Delta("some words"))
-    assert seen[-1] == [] and not gate.streamed
+    assert seen[-1] == [] and gate.state == gate.ACTION
     assert [call.name for call in gate.reply().tool_calls] == ["echo"]
 
 
-async def test_an_unfinished_block_held_to_the_end_is_the_answer_but_not_streamed():
+async def test_an_unfinished_block_held_to_the_end_is_the_answer_sent_on_release():
     gate, seen = await run(Delta("```tool_call\n"), Delta("{oops"))
-    assert seen[-1] == [] and not gate.streamed and find_action(gate.reply().content) is None
+    assert seen[-1] == [] and find_action(gate.reply().content) is None
+    await gate.release()
+    assert "".join(gate.sink.pieces) == "```tool_call\n{oops"
+
+
+@pytest.mark.parametrize("pieces", [
+    ["I will check.", "\n```tool_call\n", '{"tool": "echo", "arguments": {}}\n```'],
+    ["I will check.\n`", "``", "tool_", "call\n{\"tool\": \"echo\"}\n```"],
+    ["Let me ask. ```del", "egate\n{\"agent\": \"w\", \"task\": \"t\"}\n```", " and some more words"],
+])
+async def test_a_block_after_streamed_text_is_never_streamed(pieces):
+    gate, seen = await run(*(Delta(piece) for piece in pieces))
+    sent = "".join(seen[-1])
+    assert "```" not in sent and "tool" not in sent.lower().replace("I will check", "") and "{" not in sent
+    assert gate.state == gate.ACTION and find_action(gate.reply().content) is not None
+
+
+async def test_a_native_call_after_streamed_text_stops_the_stream():
+    fragment = {"index": 0, "id": "c1", "function": {"name": "echo", "arguments": "{}"}}
+    gate, seen = await run(Delta("Checking"), Delta(tool_calls=(fragment,)), Delta(" more words"))
+    assert seen[-1] == ["Checking"] and gate.state == gate.ACTION
+    assert [call.name for call in gate.reply().tool_calls] == ["echo"]
+
+
+async def test_an_answer_with_code_fences_streams_whole_with_only_fences_held_while_undecided():
+    gate, seen = await run(Delta("Run: `ls`, or"), Delta("\n``"), Delta("`sh\nls -l\n``"), Delta("`\nDone."))
+    assert seen[0] == ["Run: `ls`, or"]  # a single backtick can open no block: sent at once
+    assert "".join(seen[1]) == "Run: `ls`, or\n"  # "``" may still become ```tool_call: held
+    assert "".join(seen[-1]) == "Run: `ls`, or\n```sh\nls -l\n```\nDone."
+    await gate.release()
+    assert "".join(gate.sink.pieces) == gate.reply().content
 
 
 def test_could_open_block():
