@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.cluster import controlplane
+from tests.cluster.controlplane import STOP_TIMEOUT
 from tests.cluster.platform import install_platform, start_operator
 
 
@@ -19,11 +20,17 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    """Its folder (logs of every component and of the operator) is kept for the last three sessions."""
+    """Its folder (logs of every component and of the operator) is kept for the last three sessions.
+
+    At the end every process started for it (the components and each operator process), and
+    anything left in their process groups (helm run by an operator), must be gone, by pid."""
     plane = controlplane.start(tmp_path_factory.mktemp("cluster"), nodes=2)
     yield plane
     plane.stop()
-    assert plane.running() == [], f"control plane processes left running: {plane.running()}"
+    left = plane.wait_gone(STOP_TIMEOUT)
+    assert left == [], f"processes left running after the control plane stopped: {left}"
+    started = {component.name for component in plane.started}
+    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} <= started, started
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ etcd, kube-apiserver (RBAC authorization, service-account token signing, static 
 kube-controller-manager, kube-scheduler and kwok (which plays the kubelet: fake nodes whose
 pods become Running and Ready) run as processes in a temporary folder, from the binaries
 that ``scripts/setup-kube`` builds. ``stop()`` ends every process it started, with a bounded
-wait.
+wait; ``running()`` says, from /proc, which of them (or what they left behind) still runs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import ssl
@@ -72,6 +73,10 @@ class Component:
     process: subprocess.Popen
     log: Path
 
+    @property
+    def label(self) -> str:
+        return f"{self.name} (pid {self.process.pid})"
+
     def tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -88,6 +93,9 @@ class ControlPlane:
     admin_token: str
     admin_kubeconfig: Path
     components: list[Component] = field(default_factory=list)
+    # Every process started for this plane, never forgotten: its components and the operator
+    # processes (tests/cluster/platform.py). Each leads a process group of its own.
+    started: list[Component] = field(default_factory=list)
     # Seconds from the start of start() to: the apiserver's /readyz, and everything ready.
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -101,8 +109,15 @@ class ControlPlane:
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=self.folder, start_new_session=True,
             )
-        component = Component(name, process, log)
+        component = self.track(name, process, log)
         self.components.append(component)
+        return component
+
+    def track(self, name: str, process: subprocess.Popen, log: Path) -> Component:
+        """Count a process started with ``start_new_session`` among this plane's: stop() ends it and
+        running() watches it and its process group."""
+        component = Component(name, process, log)
+        self.started.append(component)
         return component
 
     def _check_alive(self) -> None:
@@ -111,21 +126,47 @@ class ControlPlane:
                 raise ControlPlaneError(
                     f"{component.name} exited with {component.process.returncode}:\n{component.tail()}")
 
-    def stop(self) -> None:
-        """SIGTERM every component (last started first), then SIGKILL what is left after a bounded wait."""
-        for component in reversed(self.components):
-            _signal_group(component.process, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for component in reversed(self.components):
-            try:
-                component.process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(component.process, signal.SIGKILL)
-                component.process.wait(STOP_TIMEOUT)
-        self.components.clear()
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """SIGTERM the process group of every process started that still runs (last started first),
+        wait (bounded) for them all to go, then SIGKILL the groups in which anything is left and wait again."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            left = self._left()
+            if not left:
+                return
+            for component in reversed(left):
+                _signal_group(component.process.pid, sig)
+            self.wait_gone(timeout)
 
     def running(self) -> list[str]:
-        return [c.name for c in self.components if c.process.poll() is None]
+        """``name (pid N)`` of each process started that still runs, or whose process group still holds
+        a process that runs (one it left behind), read from /proc; a zombie has stopped running."""
+        return [c.label for c in self._left()]
+
+    def _left(self) -> list[Component]:
+        groups = {stat.pgrp for stat in process_stats() if stat.state != "Z"}
+        return [c for c in self.started if c.process.poll() is None or c.process.pid in groups]
+
+    def wait_gone(self, timeout: float = STOP_TIMEOUT) -> list[str]:
+        """Wait up to ``timeout`` seconds until running() is empty, on pidfds (woken by each exit,
+        no sleep); return running() then."""
+        deadline = time.monotonic() + timeout
+        while (left := self._left()) and (remaining := deadline - time.monotonic()) > 0:
+            groups = {c.process.pid for c in left}
+            pids = {c.process.pid for c in left if c.process.returncode is None}
+            pids |= {stat.pid for stat in process_stats() if stat.pgrp in groups and stat.state != "Z"}
+            descriptors = []
+            try:
+                for pid in pids:
+                    try:
+                        descriptors.append(os.pidfd_open(pid))
+                    except ProcessLookupError:
+                        pass  # already gone
+                if descriptors:
+                    select.select(descriptors, [], [], remaining)
+            finally:
+                for descriptor in descriptors:
+                    os.close(descriptor)
+        return [c.label for c in left]
 
     # the API
 
@@ -195,13 +236,43 @@ def kubectl_executable() -> str:
     return str(local) if local.is_file() else (shutil.which("kubectl") or "kubectl")
 
 
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    if process.poll() is not None:
-        return
+def _signal_group(pgid: int, sig: int) -> None:
     try:
-        os.killpg(process.pid, sig)
+        os.killpg(pgid, sig)
     except ProcessLookupError:
         pass
+
+
+@dataclass(frozen=True)
+class ProcessStat:
+    """The fields of /proc/<pid>/stat this tier reads (proc(5)); times in seconds."""
+
+    pid: int
+    state: str
+    pgrp: int
+    cpu: float  # utime + stime
+    children_cpu: float  # cutime + cstime: children it has waited for
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_stats() -> list[ProcessStat]:
+    """Every process /proc lists (one that ends while being read is left out)."""
+    stats = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()  # fields 3 onwards; the name (field 2) may hold spaces
+        stats.append(ProcessStat(int(entry.name), fields[0], int(fields[2]),
+                                 (int(fields[11]) + int(fields[12])) / TICKS,
+                                 (int(fields[13]) + int(fields[14])) / TICKS))
+    return stats
 
 
 def start(folder: Path | None = None, nodes: int = 1) -> ControlPlane:

@@ -142,6 +142,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
             [sys.executable, "-m", "kaos.operator"], env=env, stdin=subprocess.DEVNULL,
             stdout=out, stderr=subprocess.STDOUT, cwd=home, start_new_session=True,
         )
+    plane.track(name, process, log)  # the plane's stop() and running() cover it and the helm it runs
     operator = Operator(plane, process, log, f"http://127.0.0.1:{port}/healthz", kubeconfig, service_account, token,
                         namespace, release, name)
 
