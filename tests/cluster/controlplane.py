@@ -209,7 +209,13 @@ class ControlPlane:
     def install_gateway_api(self) -> None:
         """The Gateway API's standard CRDs (HTTPRoute and friends), Established."""
         self.kubectl("apply", "--server-side", "-f", str(self.bin / "gateway-api-crds.yaml"))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/httproutes.gateway.networking.k8s.io")
+
+        def established() -> bool:
+            # not `kubectl wait`: it fails at once on a CRD whose status has no conditions yet
+            crd = self.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/httproutes.gateway.networking.k8s.io")
+            return condition_true(crd, "Established")
+
+        wait_until(established, 60, interval=0.1, what="the HTTPRoute CRD Established")
 
     def add_node(self, name: str) -> None:
         """A fake node that kwok manages: pods scheduled to it become Running and Ready."""
@@ -225,10 +231,15 @@ class ControlPlane:
 
         def node_ready() -> bool:
             self._check_alive()
-            conditions = ((self.get(f"/api/v1/nodes/{name}") or {}).get("status") or {}).get("conditions") or []
-            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            return condition_true(self.get(f"/api/v1/nodes/{name}"), "Ready")
 
         wait_until(node_ready, START_TIMEOUT, interval=0.1, what=f"node {name} Ready")
+
+
+def condition_true(obj: dict[str, Any] | None, kind: str) -> bool:
+    """Whether the object's status has condition ``kind`` with status True."""
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
 
 
 def kubectl_executable() -> str:

@@ -20,7 +20,7 @@ import httpx
 
 from kaos.api import API_VERSION, PLURALS
 from kaos.local.ports import free_port
-from tests.cluster.controlplane import ROOT, ControlPlane, write_kubeconfig
+from tests.cluster.controlplane import ROOT, ControlPlane, condition_true, write_kubeconfig
 from tests.support.polling import wait_until
 
 CHARTS = ROOT / "charts"
@@ -51,9 +51,7 @@ def operator_deployment(plane: ControlPlane, namespace: str = NAMESPACE, release
 
 
 def deployment_available(plane: ControlPlane, namespace: str, name: str) -> bool:
-    deployment = plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}") or {}
-    conditions = (deployment.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
+    return condition_true(plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"), "Available")
 
 
 def install_platform(plane: ControlPlane, *args: str, release: str = RELEASE, namespace: str = NAMESPACE,

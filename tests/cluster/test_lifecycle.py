@@ -107,7 +107,7 @@ def test_an_operator_restart_resumes_without_duplicate_releases(cluster, operato
     assert wait_ready(cluster, "Agent", "steady", namespace)
 
 
-def test_the_crd_schema_refuses_an_invalid_resource_naming_the_field(cluster, namespace):
+def test_the_crd_schema_refuses_an_invalid_resource_naming_the_field(cluster, platform, namespace):
     result = cluster.kubectl("apply", "--server-side", "-n", namespace, "-f", "-", check=False,
                              input=json.dumps({**agent("bad"), "spec": {
                                  "modelAPI": "llm", "config": {"reasoningLoopMaxSteps": 50}}}))
