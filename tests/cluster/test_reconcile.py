@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
+import uuid
 from pathlib import Path
 
 import httpx
@@ -107,3 +109,30 @@ def test_every_example_becomes_ready(cluster, operator, namespace, example):
     expected = {f"{CHART_OF[i['kind']]}-{i['metadata']['name']}"
                 for i in resources if i["kind"] in PLURALS and not (i["kind"] == "MCPServer" and i["spec"].get("url"))}
     assert set(releases(cluster, namespace)) == expected
+
+
+def test_a_modelapi_key_given_by_value_lives_only_in_its_secret(cluster, operator, namespace, tmp_path):
+    key = f"sk-planted-{uuid.uuid4().hex}"
+    modelapi = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "keyed"},
+                "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"], "provider": "openai",
+                                                          "apiKey": {"value": key}}}}
+    (tmp_path / "keyed.yaml").write_text(yaml.safe_dump(modelapi))
+    apply_server_side(cluster, tmp_path / "keyed.yaml", namespace)
+    status = wait_ready(cluster, "ModelAPI", "keyed", namespace)["status"]
+
+    secret = cluster.get(f"/api/v1/namespaces/{namespace}/secrets/modelapi-keyed-api-key")
+    assert secret is not None, "the chart's Secret for apiKey.value was not created"
+    assert base64.b64decode(secret["data"]["api-key"]).decode() == key
+    deployment = cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/modelapi-keyed")
+    env = [e for c in deployment["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []]
+    references = [e["valueFrom"]["secretKeyRef"] for e in env if "secretKeyRef" in e.get("valueFrom", {})]
+    assert {"name": "modelapi-keyed-api-key", "key": "api-key"} in references, env
+
+    encoded = base64.b64encode(key.encode()).decode()
+    config_maps = cluster.kubectl_json("get", "configmaps", "-n", namespace)["items"]
+    assert config_maps  # the LiteLLM config at least
+    places = {"the ModelAPI's status": status, "its Deployment": deployment,
+              **{f"ConfigMap {c['metadata']['name']}": c for c in config_maps}}
+    for where, place in places.items():
+        text = json.dumps(place)
+        assert key not in text and encoded not in text, f"the key is in {where}"
