@@ -20,7 +20,7 @@ from e2e.conftest import (
     wait_for_resource_ready,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
+pytestmark = pytest.mark.e2e  # dataplane per test: the first needs no running container
 
 
 def test_upstream_agent_shape_is_upstreams_resource():
@@ -38,6 +38,7 @@ def test_upstream_agent_shape_is_upstreams_resource():
     assert create_mcpserver_resource("ns")["metadata"]["name"] == "echo-server"
 
 
+@pytest.mark.dataplane
 async def test_upstream_modelapi_answers_a_requests_mock_response(test_namespace):
     create_custom_resource(create_modelapi_resource(test_namespace, "up-proxy"), test_namespace)
     wait_for_deployment(test_namespace, "modelapi-up-proxy", timeout=180)
@@ -51,6 +52,7 @@ async def test_upstream_modelapi_answers_a_requests_mock_response(test_namespace
     assert response.json()["choices"][0]["message"]["content"] == "Hello from upstream's mock"
 
 
+@pytest.mark.dataplane
 async def test_upstream_agent_and_echo_server_on_the_shared_modelapi(test_namespace, shared_modelapi):
     create_custom_resource(create_mcpserver_resource(test_namespace, "up-echo"), test_namespace)
     agent = create_agent_resource(test_namespace, shared_modelapi, ["up-echo"], agent_name="up-agent",
@@ -76,6 +78,7 @@ async def test_upstream_agent_and_echo_server_on_the_shared_modelapi(test_namesp
     assert reply.json()["choices"][0]["message"]["content"]
 
 
+@pytest.mark.dataplane
 def test_port_forward_to_an_agent(test_namespace, shared_modelapi):
     create_custom_resource(create_agent_resource(test_namespace, shared_modelapi, [], agent_name="up-forwarded"),
                            test_namespace)
