@@ -1,6 +1,9 @@
 """`python -m kaos.operator`: settings from env, JSON-lines logs, the liveness endpoint."""
 
+import asyncio
 import json
+import os
+import socket
 import subprocess
 import sys
 
@@ -51,3 +54,26 @@ def test_invalid_settings_exit_with_a_message():
     )
     assert result.returncode == 2
     assert "KAOS_GATEWAY_ENABLED" in result.stderr and "Traceback" not in result.stderr
+
+
+async def test_metrics_port_in_use_exits_with_one_line(kube):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kaos.operator",
+            env={**os.environ, "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(free_port()),
+                 "KAOS_METRICS_PORT": str(port)},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), 60)  # kmock answers meanwhile
+        finally:
+            if process.returncode is None:  # it went on running: the port was not reported
+                process.kill()
+                await process.wait()
+    output = (stdout + stderr).decode()
+    assert process.returncode != 0, output
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in output, output
+    assert lines[0].startswith(f"kaos-operator: cannot serve metrics on 127.0.0.1:{port}: "), output
