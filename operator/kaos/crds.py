@@ -151,6 +151,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return "; ".join(f"{_join(path, key)}: unknown field" for key in unknown)
+    if error.validator == "pattern" and error.schema.get("description"):
+        # A pattern says what is wanted poorly; the field's description says it in words.
+        return f"{path or '<root>'}: {error.instance!r} is invalid: expected {error.schema['description']}"
     return f"{path or '<root>'}: {error.message}"
 
 

@@ -175,6 +175,7 @@ def test_agent_values_follow_the_chart_contract():
         "reasoningLoopMaxSteps": 5,
         "mcpServers": [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"}],
         "peers": [{"name": "worker", "url": "http://agent-worker.team:8000"}],
+        "a2aPeers": [],
         "memory": {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500,
                    "backend": "redis", "redis": {"url": "", "secretKeyRef": {"name": "r", "key": "url"}}, "ttlSeconds": 0},
         "telemetry": {"enabled": False, "endpoint": "http://otel:4317"},

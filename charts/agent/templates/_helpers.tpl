@@ -35,6 +35,9 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- range $v.peers -}}
 {{- $env = append $env (dict "name" (printf "PEER_AGENT_%s_CARD_URL" (include "agent.envName" .name)) "value" (printf "%s/.well-known/agent" (trimSuffix "/" .url))) -}}
 {{- end -}}
+{{- with $v.a2aPeers -}}
+{{- $env = append $env (dict "name" "A2A_PEER_URLS" "value" (join "," .)) -}}
+{{- end -}}
 {{- $servers := list -}}
 {{- range $v.mcpServers -}}
 {{- $servers = append $servers .name -}}

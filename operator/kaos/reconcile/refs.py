@@ -8,7 +8,7 @@ from kaos.api import AGENT, CHART_OF, HELM_RELEASE_NAME_MAX, KINDS, MCPSERVER, M
 
 __all__ = [
     "AGENT", "CHART_OF", "HELM_RELEASE_NAME_MAX", "KINDS", "MCPSERVER", "MODELAPI",
-    "Ref", "dependencies", "ref_of", "release_name",
+    "Ref", "a2a_peer_urls", "dependencies", "is_url", "ref_of", "release_name",
 ]
 
 
@@ -30,8 +30,20 @@ def release_name(kind: str, name: str) -> str:
     return f"{CHART_OF[kind]}-{name}"
 
 
+def is_url(entry: str) -> bool:
+    """An ``agentNetwork.access`` entry that is the URL of an A2A agent rather than an Agent's name."""
+    return entry.startswith(("http://", "https://"))
+
+
+def a2a_peer_urls(spec: Mapping[str, Any]) -> list[str]:
+    """The A2A agents an Agent names by URL in ``agentNetwork.access``, each once. No dependency:
+    nothing waits for them; the runtime fetches their cards and reports what it cannot reach."""
+    return _unique([entry for entry in (spec.get("agentNetwork") or {}).get("access") or [] if is_url(entry)])
+
+
 def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
-    """The ModelAPI, each MCPServer and each peer Agent an Agent names; nothing for other kinds."""
+    """The ModelAPI, each MCPServer and each peer Agent an Agent names (an A2A agent named by URL
+    is none); nothing for other kinds."""
     if resource.get("kind") != AGENT:
         return []
     namespace = ref_of(resource).namespace
@@ -39,7 +51,7 @@ def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
     refs = [Ref(MODELAPI, namespace, spec["modelAPI"])] if spec.get("modelAPI") else []
     refs += [Ref(MCPSERVER, namespace, name) for name in _unique(spec.get("mcpServers") or [])]
     access = (spec.get("agentNetwork") or {}).get("access") or []
-    refs += [Ref(AGENT, namespace, name) for name in _unique(access)]
+    refs += [Ref(AGENT, namespace, name) for name in _unique(access) if not is_url(name)]
     return refs
 
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from kaos.reconcile.hosted import LLAMACPP, engine, gguf
 from kaos.reconcile.models import proxy_models
-from kaos.reconcile.refs import ref_of
+from kaos.reconcile.refs import a2a_peer_urls, ref_of
 
 
 def image_values(reference: str | None, default) -> dict[str, str]:
@@ -108,6 +108,7 @@ def agent_values(
         "reasoningLoopMaxSteps": config["reasoningLoopMaxSteps"],
         "mcpServers": mcp_servers,
         "peers": peers,
+        "a2aPeers": a2a_peer_urls(spec),
         "memory": memory_values(spec, settings),
         "telemetry": {
             "enabled": telemetry.get("enabled", settings.telemetry_enabled),
