@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -107,21 +109,64 @@ def test_chat_streams_keeps_the_session_and_shows_the_delegation(page, screensho
     screenshots.save(page, "4-graph-recent-delegation")
 
 
+class HeldStream:
+    """An OpenAI-style SSE answer on 127.0.0.1 that sends its first pieces, then holds the
+    stream open until ``release()``: what the page shows meanwhile it rendered as it arrived."""
+
+    def __init__(self, first: list[str], rest: list[str]) -> None:
+        self.released = threading.Event()
+        stream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("x-session-id", "streamed-session")
+                self.end_headers()
+                self.frame({"delta": {"role": "assistant"}})
+                for piece in first:
+                    self.frame({"delta": {"content": piece}})
+                stream.released.wait(60)
+                for piece in rest:
+                    self.frame({"delta": {"content": piece}})
+                self.frame({"delta": {}, "finish_reason": "stop"})
+                self.wfile.write(b"data: [DONE]\n\n")
+
+            def frame(self, choice: dict) -> None:
+                self.wfile.write(f"data: {json.dumps({'choices': [{'index': 0, **choice}]})}\n\n".encode())
+                self.wfile.flush()
+
+            def log_message(self, *_) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/chat/completions"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def test_chat_renders_each_streamed_piece_as_it_arrives(page):
-    """The answer is built from every delta of the stream (a runtime that streams token by token)."""
-    chunks = ["Hel", "lo, ", "wor", "ld!\nSecond line."]
-    frames = [{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
-    frames += [{"choices": [{"index": 0, "delta": {"content": c}}]} for c in chunks]
-    frames += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-    sse = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
-    page.route("**/default/agent/worker/v1/chat/completions", lambda route: route.fulfill(
-        status=200, headers={"content-type": "text/event-stream", "x-session-id": "streamed-session"}, body=sse))
-    page.goto("/#/agent/default/worker")
-    page.get_by_label("Message to worker").fill("Say hello")
-    page.get_by_role("button", name="Send").click()
-    page.locator('[data-turn][data-done="true"]').wait_for()
-    assert page.locator("[data-turn] [data-answer]").inner_text() == "".join(chunks)
-    assert page.locator("[data-session]").get_attribute("data-session") == "streamed-session"
+    """The first pieces of an answer are on the page while the rest has not been sent yet."""
+    stream = HeldStream(first=["Hel", "lo, "], rest=["wor", "ld!\nSecond line."])
+    try:
+        page.route("**/default/agent/worker/v1/chat/completions", lambda route: route.continue_(url=stream.url))
+        page.goto("/#/agent/default/worker")
+        page.get_by_label("Message to worker").fill("Say hello")
+        page.get_by_role("button", name="Send").click()
+        answer = page.locator("[data-turn] [data-answer]")
+        eventually_true(lambda: answer.count() and answer.inner_text() == "Hello, ", what="the first pieces shown")
+        assert page.locator('[data-turn][data-done="true"]').count() == 0, "the turn is still streaming"
+        stream.released.set()
+        page.locator('[data-turn][data-done="true"]').wait_for()
+        assert answer.inner_text() == "Hello, world!\nSecond line."
+        assert page.locator("[data-session]").get_attribute("data-session") == "streamed-session"
+    finally:
+        stream.close()
 
 
 def test_memory_timeline_filters_by_type_and_session(page, screenshots):
