@@ -20,7 +20,14 @@ from . import a2a_server, openai_format
 from .agent_loop import Agent, LoopRequest
 from .auth import BearerAuth, CredentialedPeers, Verifier
 from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
-from .chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit
+from .chat_request import (
+    SESSION_HEADER,
+    BadRequest,
+    parse_chat_body,
+    parse_depth,
+    parse_limit,
+    parse_session_header,
+)
 from .errors import describe
 from .http import HttpClient
 from .mcp_client import ToolCatalog
@@ -34,7 +41,6 @@ from .telemetry import Telemetry
 
 log = logging.getLogger("kaos_runtime.agent")
 
-SESSION_HEADER = "X-Session-ID"
 STARTUP_DISCOVERY_SECONDS = 10.0
 DEFAULT_EVENTS_LIMIT = 100
 
@@ -185,7 +191,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     async def chat(request: Request) -> Response:
         body = parse_chat_body(await _read_body(request, config.max_body_bytes))
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
-        given = request.headers.get(SESSION_HEADER) or body.session_id
+        given = parse_session_header(request.headers.get(SESSION_HEADER), SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
         await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}

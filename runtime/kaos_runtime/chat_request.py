@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 ROLES = ("system", "user", "assistant", "tool", "developer", "task-delegation")
 PROMPT_ROLES = ("user", "task-delegation")
+SESSION_HEADER = "X-Session-ID"
+# A session id travels in a header (X-Session-ID), so it is visible ASCII, spaces only inside.
+SESSION_ID_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
+INT_MAX = 2**31 - 1  # of a query or header integer (limit, the delegation depth)
 
 
 class BadRequest(Exception):
@@ -32,8 +38,9 @@ def _text(content, index: int) -> str:
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not isinstance(part, dict) or not isinstance(part.get("text", ""), str):
-                raise BadRequest(400, f"messages[{index}].content parts must be objects with a text field")
+            if not isinstance(part, dict) or not isinstance(part.get("text", ""), str) \
+                    or not isinstance(part.get("type", "text"), str):
+                raise BadRequest(400, f"messages[{index}].content parts must be objects with a string type and text")
             if part.get("type", "text") == "text":
                 texts.append(part.get("text", ""))
         return "".join(texts)
@@ -75,8 +82,8 @@ def parse_chat_body(raw: bytes) -> ChatBody:
     if model is not None and not isinstance(model, str):
         raise BadRequest(400, "model must be a string")
     session_id = payload.get("session_id")
-    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-        raise BadRequest(400, "session_id must be a non-empty string")
+    if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id)):
+        raise BadRequest(400, "session_id must be a non-empty string of visible ASCII characters (spaces inside)")
     options = payload.get("stream_options")
     if options is None:
         options = {}
@@ -88,6 +95,15 @@ def parse_chat_body(raw: bytes) -> ChatBody:
     if not isinstance(include_usage, bool):
         raise BadRequest(400, "stream_options.include_usage must be a boolean")
     return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id, include_usage=include_usage)
+
+
+def parse_session_header(raw: str | None, header: str) -> str | None:
+    """A session id given in a header: None when absent or empty, else it must be one."""
+    if not raw:
+        return None
+    if not _SESSION_ID.fullmatch(raw):
+        raise BadRequest(400, f"{header} must be visible ASCII characters (spaces inside)")
+    return raw
 
 
 def parse_depth(raw: str | None) -> int:
@@ -102,10 +118,7 @@ def _non_negative_int(raw: str | None, what: str) -> int | None:
     """None when absent or empty; a 400 naming ``what`` when not a non-negative integer."""
     if raw is None or raw == "":
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadRequest(400, f"{what} must be a non-negative integer")
-    return value
+    # int() alone would take " 5", "+5", "1_0" and other scripts' digits
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10 and int(raw) <= INT_MAX):
+        raise BadRequest(400, f"{what} must be an integer from 0 to {INT_MAX}")
+    return int(raw)
