@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from . import a2a_server, openai_format
+from . import a2a_server, agent_mcp, openai_format
 from .agent_loop import Agent, LoopRequest
 from .auth import BearerAuth, CredentialedPeers, Verifier
 from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
@@ -241,5 +241,6 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     route("/memory/events", memory_events, methods=["GET"])
     route("/memory/sessions", memory_sessions, methods=["GET"])
     a2a_server.mount(app, runtime)  # A2A JSON-RPC at /a2a, card at /.well-known/agent-card.json
+    agent_mcp.mount(app, runtime)  # the agent as an MCP tool at /mcp
 
     return app
