@@ -29,3 +29,33 @@ def test_the_schema_refuses_a_key_given_as_a_value():
 
     assert "auth" in render_error("agent", {**BASE, "auth": {"apiKeys": {"value": "sk-planted"}}})
     assert "sk-planted" not in render_text("agent", {**BASE, "auth": AUTH})
+
+
+def test_the_agents_credential_goes_to_its_modelapi_and_each_kaos_mcp_server():
+    servers = [{"name": "web-tools", "url": "http://mcpserver-web-tools.team.svc.cluster.local:8000/mcp"},
+               {"name": "ext", "url": "https://tools.example/mcp", "external": True}]
+    env = env_of(container(render("agent", {**BASE, "mcpServers": servers, "auth": AUTH})))
+    token = {"secretKeyRef": {"name": "coord-token", "key": "token"}}
+    assert env["MODEL_API_KEY"] == env["MCP_SERVER_WEB_TOOLS_TOKEN"] == env["AUTH_OUTBOUND_TOKEN"] == token
+    assert "MCP_SERVER_EXT_TOKEN" not in env  # an external server gets no credential
+    mine = env_of(container(render("agent", {**BASE, "auth": AUTH, "env": [{"name": "MODEL_API_KEY", "value": "k"}]})))
+    assert mine["MODEL_API_KEY"] == "k"  # the user's env wins
+    without = env_of(container(render("agent", {**BASE, "mcpServers": servers, "auth": {"apiKeys": AUTH["apiKeys"]}})))
+    assert not [name for name in without if name.endswith("_TOKEN") or name == "MODEL_API_KEY"]
+
+
+def test_mcpserver_auth_env_by_secret_reference_and_only_for_python_string():
+    from tests.charts.rendering import render_error
+
+    auth = {"apiKeys": AUTH["apiKeys"], "oidc": {"jwksURL": "https://id.example/jwks", "audience": "tools"}}
+    docs = render("mcpserver", {"name": "tools", "params": "def f() -> str:\n    return 'x'\n", "auth": auth})
+    env = env_of(container(docs))
+    assert env["AUTH_API_KEYS"] == {"secretKeyRef": {"name": "coord-keys", "key": "keys"}}
+    assert (env["AUTH_OIDC_JWKS_URL"], env["AUTH_OIDC_AUDIENCE"]) == ("https://id.example/jwks", "tools")
+    assert container(docs)["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert not [name for name in env_of(container(render("mcpserver", {"name": "tools", "params": "x = 1"})))
+                if name.startswith("AUTH_")]
+    error = render_error("mcpserver", {"name": "tools", "runtime": "custom", "image": {"repository": "me/tools"},
+                                       "auth": auth})
+    assert "only the python-string runtime enforces" in error
+    assert "auth" in render_error("mcpserver", {"name": "tools", "auth": {"apiKeys": {"value": "sk-planted"}}})

@@ -9,7 +9,7 @@ from tests.charts import kubelet
 from tests.charts.rendering import one, render
 from tests.support.processes import spawn, wait_until_ok
 
-AUTH = "kaos_mock_auth.user_api_key_auth"
+AUTH = "kaos_auth.user_api_key_auth"
 
 
 def proxy(**proxy_values):
@@ -29,7 +29,7 @@ def test_off_by_default_renders_no_custom_auth():
 def test_on_adds_the_auth_module_to_rendered_and_given_configs():
     data = config_map(proxy(models=["*"], allowMockResponse=True))
     assert yaml.safe_load(data["config.yaml"])["general_settings"] == {"custom_auth": AUTH}
-    assert "allow_client_mock_response" in data["kaos_mock_auth.py"]
+    assert "allow_client_mock_response" in data["kaos_auth.py"]
     given = "model_list:\n  - model_name: m\n    litellm_params: {model: openai/m}\ngeneral_settings: {alerting: []}\n"
     config = yaml.safe_load(config_map(proxy(models=["m"], configYaml=given, allowMockResponse=True))["config.yaml"])
     assert config["general_settings"] == {"alerting": [], "custom_auth": AUTH}

@@ -84,17 +84,18 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "BUDGET_KEY_PREFIX" "value" (printf "kaos:%s:budget" $.Release.Namespace)) -}}
 {{- end -}}
 {{- end -}}
-{{- with $v.auth -}}
-{{- with .apiKeys -}}
-{{- $env = append $env (dict "name" "AUTH_API_KEYS" "valueFrom" (dict "secretKeyRef" (dict "name" .secretKeyRef.name "key" .secretKeyRef.key))) -}}
+{{- $env = concat $env (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- /* The agent's own credential goes to every KAOS endpoint it calls: peers (AUTH_OUTBOUND_TOKEN), its
+ModelAPI (MODEL_API_KEY) and each MCP server KAOS serves (MCP_SERVER_<NAME>_TOKEN); an external MCP
+server gets none. A MODEL_API_KEY in the user's env wins. */ -}}
+{{- with ($v.auth | default dict).credentials -}}
+{{- $ref := .secretKeyRef -}}
+{{- $env = append $env (include "kaos-common.env.secret" (dict "name" "AUTH_OUTBOUND_TOKEN" "ref" $ref) | fromJson) -}}
+{{- $env = append $env (include "kaos-common.env.secret" (dict "name" "MODEL_API_KEY" "ref" $ref) | fromJson) -}}
+{{- range $v.mcpServers -}}
+{{- if not .external -}}
+{{- $env = append $env (include "kaos-common.env.secret" (dict "name" (printf "MCP_SERVER_%s_TOKEN" (include "agent.envName" .name)) "ref" $ref) | fromJson) -}}
 {{- end -}}
-{{- with .oidc -}}
-{{- $env = append $env (dict "name" "AUTH_OIDC_JWKS_URL" "value" .jwksURL) -}}
-{{- $env = append $env (dict "name" "AUTH_OIDC_ISSUER" "value" (.issuer | default "")) -}}
-{{- $env = append $env (dict "name" "AUTH_OIDC_AUDIENCE" "value" (.audience | default "")) -}}
-{{- end -}}
-{{- with .credentials -}}
-{{- $env = append $env (dict "name" "AUTH_OUTBOUND_TOKEN" "valueFrom" (dict "secretKeyRef" (dict "name" .secretKeyRef.name "key" .secretKeyRef.key))) -}}
 {{- end -}}
 {{- end -}}
 {{- if $v.telemetry.enabled -}}

@@ -11,11 +11,14 @@ set here (image, command, args) override a registry entry.
 {{- define "mcpserver.container" -}}
 {{- $v := .Values -}}
 {{- $c := dict "command" $v.command "args" $v.args "env" list "port" $v.service.port "path" $v.path "healthPath" "" "pullPolicy" $v.image.pullPolicy -}}
+{{- if and ($v.auth | default dict | len) (ne $v.runtime "python-string") -}}
+{{- fail (printf "auth: only the python-string runtime enforces bearer authentication; runtime %q would serve its endpoint open" $v.runtime) -}}
+{{- end -}}
 {{- if eq $v.runtime "python-string" -}}
 {{- $_ := set $c "image" (include "kaos-common.images.image" (dict "image" $v.runtimeImage "defaultTag" .Chart.AppVersion)) -}}
 {{- $_ := set $c "pullPolicy" $v.runtimeImage.pullPolicy -}}
 {{- $_ := set $c "command" (list "kaos-runtime" "mcp") -}}
-{{- $_ := set $c "env" (list (dict "name" "MCP_TOOLS_STRING" "value" $v.params)) -}}
+{{- $_ := set $c "env" (concat (list (dict "name" "MCP_TOOLS_STRING" "value" $v.params)) (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray)) -}}
 {{- $_ := set $c "healthPath" "/health" -}}
 {{- else if eq $v.runtime "custom" -}}
 {{- if not $v.image.repository -}}

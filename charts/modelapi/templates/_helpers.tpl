@@ -52,13 +52,19 @@ HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when the Proxy runs KAOS's LiteLLM auth module (files/kaos_auth.py): with API keys
+(auth.apiKeys) or proxy.allowMockResponse. */}}
+{{- define "modelapi.customAuth" -}}
+{{- if and (eq .Values.mode "Proxy") (or .Values.proxy.allowMockResponse (.Values.auth | default dict).apiKeys) -}}true{{- end -}}
+{{- end -}}
+
 {{/* LiteLLM proxy config rendered from models/provider/apiBase, or configYaml verbatim; with
-proxy.allowMockResponse, either gets general_settings.custom_auth (files/kaos_mock_auth.py). */}}
+the auth module, either gets general_settings.custom_auth: kaos_auth.user_api_key_auth. */}}
 {{- define "modelapi.litellmConfig" -}}
-{{- if .Values.proxy.allowMockResponse -}}
+{{- if include "modelapi.customAuth" . -}}
 {{- $config := include "modelapi.litellmBaseConfig" . | fromYaml -}}
 {{- $general := get $config "general_settings" | default dict -}}
-{{- $_ := set $general "custom_auth" "kaos_mock_auth.user_api_key_auth" -}}
+{{- $_ := set $general "custom_auth" "kaos_auth.user_api_key_auth" -}}
 {{- $_ := set $config "general_settings" $general -}}
 {{- toYaml $config -}}
 {{- else -}}
@@ -93,13 +99,27 @@ variable that the user's env also sets is left out so the user's value wins.
 */}}
 {{- define "modelapi.env" -}}
 {{- $env := list (dict "name" "HOST" "value" "0.0.0.0") (dict "name" "PORT" "value" (include "modelapi.port" .)) -}}
+{{- $keys := (.Values.auth | default dict).apiKeys -}}
 {{- if include "modelapi.ollama" . -}}
+{{- if $keys -}}
+{{- fail "auth: Ollama cannot require a key, so a Hosted ModelAPI on it would be served open; use hosted.engine llamacpp, or a Proxy in front" -}}
+{{- end -}}
 {{- $env = append $env (dict "name" "OLLAMA_HOST" "value" "$(HOST):$(PORT)") -}}
 {{- $env = append $env (dict "name" "OLLAMA_MODELS" "value" "/models") -}}
 {{- else if include "modelapi.llamacpp" . -}}
+{{- with $keys -}}
+{{- /* llama-server reads its keys (comma separated) from LLAMA_API_KEY; /health and /v1/models stay open. */ -}}
+{{- $env = append $env (include "kaos-common.env.secret" (dict "name" "LLAMA_API_KEY" "ref" .secretKeyRef) | fromJson) -}}
+{{- end -}}
 {{- else -}}
+{{- with $keys -}}
+{{- $env = append $env (include "kaos-common.env.secret" (dict "name" "AUTH_API_KEYS" "ref" .secretKeyRef) | fromJson) -}}
+{{- end -}}
+{{- if .Values.proxy.allowMockResponse -}}
+{{- $env = append $env (dict "name" "KAOS_ALLOW_MOCK_RESPONSE" "value" "true") -}}
+{{- end -}}
 {{- $env = append $env (dict "name" "LITELLM_LOCAL_MODEL_COST_MAP" "value" "True") -}}
-{{- /* Agents call the proxy without a key (the network policy limits who may); LiteLLM refuses to start without a master key unless told so. */ -}}
+{{- /* Without auth.apiKeys agents call the proxy without a key (the network policy limits who may); LiteLLM refuses to start without a master key unless told so (with keys, files/kaos_auth.py checks them). */ -}}
 {{- $env = append $env (dict "name" "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY" "value" "true") -}}
 {{- if include "modelapi.hasApiKey" . -}}
 {{- $ref := .Values.proxy.apiKey.secretKeyRef -}}
