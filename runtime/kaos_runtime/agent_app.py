@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from . import a2a_server, agent_mcp, openai_format
+from . import a2a_server, agent_mcp, openai_format, openapi
 from .agent_loop import Agent, LoopRequest
 from .auth import BearerAuth, CredentialedPeers, Verifier
 from .budget import BudgetedModel, BudgetExceeded, caller_of, create_budget
@@ -142,7 +142,8 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
 
     app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
-    app.add_middleware(BearerAuth, verifier=Verifier(config.auth))  # before any work (probes exempt)
+    verifier = Verifier(config.auth)
+    app.add_middleware(BearerAuth, verifier=verifier)  # before any work (probes exempt)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
 
     @app.exception_handler(BadRequest)
@@ -242,5 +243,6 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     route("/memory/sessions", memory_sessions, methods=["GET"])
     a2a_server.mount(app, runtime)  # A2A JSON-RPC at /a2a, card at /.well-known/agent-card.json
     agent_mcp.mount(app, runtime)  # the agent as an MCP tool at /mcp
+    openapi.mount(app, runtime, verifier.enabled)  # the contract above at /openapi.json
 
     return app

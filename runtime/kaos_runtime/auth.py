@@ -1,8 +1,8 @@
 """Bearer authentication of a runtime's endpoints (``AUTH_*``; see docs/runtime.md, "Authentication").
 
 ``BearerAuth`` is an ASGI middleware: a request to any path but the exempt ones (the probes,
-``/metrics`` and the agent card) needs ``Authorization: Bearer <token>``, where the token is
-one of the API keys (``AUTH_API_KEYS``, from a Secret) or, with ``AUTH_OIDC_JWKS_URL``, a JWT
+``/metrics``, the agent cards and ``/openapi.json``) needs ``Authorization: Bearer <token>``,
+where the token is one of the API keys (``AUTH_API_KEYS``, from a Secret) or, with ``AUTH_OIDC_JWKS_URL``, a JWT
 signed by one of the issuer's keys (with ``AUTH_OIDC_ISSUER`` / ``AUTH_OIDC_AUDIENCE`` checked
 when set). A missing, wrong or expired token gets 401 with a ``WWW-Authenticate`` header; the
 principal of an accepted one (``key:<n>``, the key's place in the list, or ``jwt:<sub>``) is put in
@@ -26,7 +26,7 @@ from .settings import AuthSettings
 log = logging.getLogger("kaos_runtime.auth")
 
 EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json",
-                          "/.well-known/agent-card.json"})
+                          "/.well-known/agent-card.json", "/openapi.json"})
 JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
 JWKS_REFRESH_SECONDS = 300
 
