@@ -1,4 +1,5 @@
-"""spec.auth of an Agent mapped to the chart, and the platform's auth.required failing closed."""
+"""spec.auth of Agents, ModelAPIs and MCPServers mapped to the charts, refused where KAOS cannot
+enforce it, and the platform's auth.required failing closed for every kind KAOS serves."""
 
 from kaos.reconcile import plan
 from kaos.settings import Settings
@@ -27,9 +28,53 @@ def test_required_auth_fails_an_agent_without_credentials_closed():
         assert plan(agent(auth=auth), observed_of(modelapi()), REQUIRED, endpoint_of).phase == "Deploy"
 
 
-def test_required_auth_deploys_no_modelapi_or_mcpserver_it_cannot_guard():
-    for resource in (modelapi(), mcpserver()):
+LLAMACPP = {"model": "smollm2:135m", "engine": "llamacpp"}
+OLLAMA = {"model": "llama3:8b", "engine": "ollama"}
+
+
+def test_modelapi_and_mcpserver_auth_reach_their_chart_values():
+    for resource, auth in ((modelapi(auth=KEYS), KEYS), (mcpserver(auth=KEYS), KEYS),
+                           (mcpserver(auth={"oidc": {"jwksURL": "https://id.example/jwks"}}),
+                            {"oidc": {"jwksURL": "https://id.example/jwks"}})):
+        result = plan(resource, {}, Settings(), endpoint_of)
+        assert result.phase == "Deploy" and result.values["auth"] == auth
+    assert plan(modelapi(mode="Hosted", hostedConfig=LLAMACPP, auth=KEYS), {}, Settings(), endpoint_of).phase == "Deploy"
+    assert plan(modelapi(), {}, Settings(), endpoint_of).values["auth"] == {}
+
+
+def test_required_auth_fails_an_unguarded_modelapi_or_mcpserver_closed():
+    for resource, kind in ((modelapi(), "ModelAPI"), (modelapi(mode="Hosted", hostedConfig=LLAMACPP), "ModelAPI"),
+                           (mcpserver(), "MCPServer")):
         result = plan(resource, {}, REQUIRED, endpoint_of)
-        assert result.phase == "Failed" and "not deployed rather than served open" in result.message
-    external = mcpserver(url="https://tools.example/mcp")
-    assert plan(external, {}, REQUIRED, endpoint_of).phase == "Deploy"
+        assert result.phase == "Failed" and result.values is None
+        assert f"requires authentication (auth.required) and this {kind} configures none" in result.message
+        assert "spec.auth.apiKeys" in result.message
+    for resource in (modelapi(auth=KEYS), modelapi(mode="Hosted", hostedConfig=LLAMACPP, auth=KEYS),
+                     mcpserver(auth=KEYS), mcpserver(auth={"oidc": {"jwksURL": "https://id.example/jwks"}}),
+                     mcpserver(url="https://tools.example/mcp", params="")):  # external: not served by KAOS
+        assert plan(resource, {}, REQUIRED, endpoint_of).phase == "Deploy", resource
+
+
+def test_auth_where_kaos_cannot_enforce_it_is_failed_not_served_open():
+    for settings in (Settings(), REQUIRED):
+        ollama = plan(modelapi(mode="Hosted", hostedConfig=OLLAMA, auth=KEYS), {}, settings, endpoint_of)
+        assert ollama.phase == "Failed" and "Ollama cannot require a key" in ollama.message
+        assert "hostedConfig.engine llamacpp" in ollama.message
+        custom = plan(mcpserver(runtime="custom", container={"image": "me/tools:1"}, auth=KEYS), {}, settings,
+                      endpoint_of)
+        assert custom.phase == "Failed" and "only the python-string runtime enforces" in custom.message
+        external = plan(mcpserver(url="https://tools.example/mcp", params="", auth=KEYS), {}, settings, endpoint_of)
+        assert external.phase == "Failed" and "KAOS cannot guard it" in external.message
+    unguarded_ollama = plan(modelapi(mode="Hosted", hostedConfig=OLLAMA), {}, REQUIRED, endpoint_of)
+    assert unguarded_ollama.phase == "Failed" and "Ollama cannot require a key" in unguarded_ollama.message
+    custom = plan(mcpserver(runtime="custom", container={"image": "me/tools:1"}), {}, REQUIRED, endpoint_of)
+    assert custom.phase == "Failed" and "runtime 'custom' would serve its endpoint open" in custom.message
+    assert plan(modelapi(mode="Hosted", hostedConfig=OLLAMA), {}, Settings(), endpoint_of).phase == "Deploy"
+
+
+def test_an_agent_sends_no_credential_to_an_external_mcp_server():
+    external = mcpserver("ext", url="https://tools.example/mcp", params="")
+    values = plan(agent(mcp=["tools", "ext"]), observed_of(modelapi(), mcpserver(), external), Settings(),
+                  endpoint_of).values
+    assert values["mcpServers"] == [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"},
+                                    {"name": "ext", "url": "https://tools.example/mcp", "external": True}]

@@ -143,7 +143,7 @@ def test_missing_modelapi_without_waiting_deploys_with_empty_url():
 def test_external_mcp_server_url_is_the_dependency_url():
     external = mcpserver(url="https://tools.example.com/mcp", params="")
     values = plan(agent(mcp=["tools"]), observed_of(modelapi(), external), SETTINGS, endpoint_of).values
-    assert values["mcpServers"] == [{"name": "tools", "url": "https://tools.example.com/mcp"}]
+    assert values["mcpServers"] == [{"name": "tools", "url": "https://tools.example.com/mcp", "external": True}]
 
 
 def test_agent_values_follow_the_chart_contract():
@@ -266,6 +266,7 @@ def test_modelapi_values_follow_the_chart_contract():
         "resources": {},
         "gateway": {"enabled": False, "parentRef": {"name": "kaos-gateway", "namespace": ""}, "timeout": ""},
         "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
+        "auth": {},
     }
 
 

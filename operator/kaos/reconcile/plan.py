@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import EndpointOf, endpoint
-from kaos.reconcile.hosted import LLAMACPP, HostedConfigError, engine, gguf
+from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf
 from kaos.reconcile.models import (
     ModelConfigError,
     admitted,
@@ -85,18 +85,39 @@ def plan(
 
 
 def _check_auth(resource, settings) -> None:
-    """The platform's auth.required fails closed: a workload KAOS would serve without credentials is Failed."""
-    if not settings.auth_required:
-        return
+    """spec.auth only where KAOS can enforce it; with the platform's auth.required (fail closed),
+    a workload KAOS would serve without credentials is Failed rather than served open."""
     kind, spec = ref_of(resource).kind, resource.get("spec") or {}
+    auth = spec.get("auth") or {}
+    guarded = bool(auth.get("apiKeys") or auth.get("oidc"))
+    required = "the platform requires authentication (auth.required)"
     if kind == AGENT:
-        auth = spec.get("auth") or {}
-        if not (auth.get("apiKeys") or auth.get("oidc")):
-            raise _Invalid("the platform requires authentication (auth.required) and this Agent configures none: "
+        if settings.auth_required and not guarded:
+            raise _Invalid(f"{required} and this Agent configures none: "
                            "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
-    elif not (kind == MCPSERVER and spec.get("url")):  # an external MCP server is not served by KAOS
-        raise _Invalid(f"the platform requires authentication (auth.required), which KAOS cannot yet enforce "
-                       f"on a {kind}'s endpoint; it is not deployed rather than served open")
+    elif kind == MODELAPI:
+        ollama = spec.get("mode") == "Hosted" and engine(spec) == OLLAMA
+        if ollama and (guarded or settings.auth_required):
+            reason = "spec.auth asks for keys" if guarded else f"{required}, and"
+            raise _Invalid(f"{reason} a Hosted ModelAPI on Ollama cannot require a key, so it is not deployed "
+                           "rather than served open: use hostedConfig.engine llamacpp (llama.cpp checks the keys), "
+                           "or a Proxy ModelAPI with spec.auth in front of it")
+        if settings.auth_required and not guarded:
+            raise _Invalid(f"{required} and this ModelAPI configures none: set spec.auth.apiKeys (a Secret key)")
+    elif spec.get("url"):  # an external MCP server: not served by KAOS
+        if auth:
+            raise _Invalid("spec.auth: an external MCP server (spec.url) runs elsewhere and KAOS cannot guard it; "
+                           "remove spec.auth (the server's own authentication applies)")
+    else:
+        runtime = spec.get("runtime") or "python-string"
+        if runtime != "python-string" and (guarded or settings.auth_required):
+            reason = "spec.auth asks for authentication" if guarded else required
+            raise _Invalid(f"{reason}, which only the python-string runtime enforces; runtime {runtime!r} would "
+                           "serve its endpoint open, so it is not deployed (use python-string, or run the server "
+                           "elsewhere behind its own authentication and name it with spec.url)")
+        if settings.auth_required and not guarded:
+            raise _Invalid(f"{required} and this MCPServer configures none: "
+                           "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
 
 
 def _modelapi(resource, settings) -> dict[str, Any]:
@@ -213,7 +234,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         resource,
         settings,
         model_api_url=url(modelapi_ref) if modelapi is not None else "",
-        mcp_servers=[{"name": r.name, "url": url(r)} for r in present if r.kind == MCPSERVER],
+        mcp_servers=[_mcp_entry(r, observed[r], url(r)) for r in present if r.kind == MCPSERVER],
         peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
         default_model=default_model,
         model_tool_calling=((modelapi or {}).get("spec") or {}).get("toolCalling") or "",
@@ -221,6 +242,12 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
     return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))
+
+
+def _mcp_entry(ref: Ref, server: Mapping[str, Any], url: str) -> dict[str, Any]:
+    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential."""
+    external = bool((server.get("spec") or {}).get("url"))
+    return {"name": ref.name, "url": url, **({"external": True} if external else {})}
 
 
 def _check_memory(spec: Mapping[str, Any], settings) -> None:

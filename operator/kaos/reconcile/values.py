@@ -169,6 +169,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         "resources": copy.deepcopy(container.get("resources") or {}),
         "gateway": gateway_values(spec, settings),
         "networkPolicy": network_policy_values(settings),
+        "auth": copy.deepcopy(spec.get("auth") or {}),
     }
 
 
@@ -191,6 +192,7 @@ def mcpserver_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         "env": _copy_list(container.get("env")),
         "resources": copy.deepcopy(container.get("resources") or {}),
         "serviceAccountName": spec.get("serviceAccountName") or "",
+        "auth": copy.deepcopy(spec.get("auth") or {}),
         "gateway": gateway_values(spec, settings),
         "networkPolicy": network_policy_values(settings),
     }
