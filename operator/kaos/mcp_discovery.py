@@ -4,6 +4,10 @@
 endpoint, keeps the answer, and while the server does not answer reports no tools and asks
 again after a backoff. The operator awaits it inside a reconcile; the local control plane
 runs it in the background so that an unreachable server does not hold up its queue.
+
+A server guarded by bearer authentication (spec.auth) refuses the control plane's tools/list
+with 401: the control plane holds no credential. KAOS's python-string server names its tools
+on its open probe path, ``GET /health``, which is read instead.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Hashable
+from urllib.parse import urlsplit, urlunsplit
 
 from kaos.backoff import Backoff
 
@@ -27,14 +32,44 @@ class ToolsUnavailable(RuntimeError):
 async def discover_tools(url: str, timeout: float = DISCOVERY_TIMEOUT_SECONDS) -> list[str]:
     """The sorted tool names the MCP server at ``url`` offers; raises ToolsUnavailable."""
     from mcp import Client  # imported here: only MCPServers need it
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    refused: list[int] = []
+
+    async def note_refusal(response) -> None:
+        if response.status_code in (401, 403):
+            refused.append(response.status_code)
 
     try:
-        async with asyncio.timeout(timeout):
-            async with Client(url, read_timeout_seconds=timeout) as client:
-                result = await client.list_tools()
-    except Exception as error:  # the SDK raises exception groups from its task group
+        async with asyncio.timeout(timeout), create_mcp_http_client() as http:
+            http.event_hooks["response"].append(note_refusal)
+            try:
+                async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=timeout) as client:
+                    result = await client.list_tools()
+            except Exception as error:  # the SDK raises exception groups from its task group
+                if not refused:
+                    raise
+                return await _named_on_health(http, url, error)
+    except ToolsUnavailable:
+        raise
+    except Exception as error:
         raise ToolsUnavailable(f"tools/list on {url} failed: {_describe(error)}") from None
     return sorted(tool.name for tool in result.tools)
+
+
+async def _named_on_health(http, url: str, refusal: BaseException) -> list[str]:
+    """The tools a guarded python-string server names on ``GET /health`` (next to its MCP path)."""
+    health = urlunsplit(urlsplit(url)._replace(path="/health", query="", fragment=""))
+    try:
+        response = await http.get(health)
+        names = response.json().get("tools") if response.status_code == 200 else None
+    except Exception:  # not KAOS's python-string server: no such route, or not JSON
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ToolsUnavailable(f"tools/list on {url} was refused (HTTP 401/403: the server requires a token, "
+                               f"which the control plane does not hold) and {health} names no tools") from None
+    return sorted(names)
 
 
 def _describe(error: BaseException) -> str:

@@ -58,3 +58,48 @@ async def test_a_server_that_does_not_answer_has_no_tools_until_asked_again_afte
 async def test_an_unreachable_url_is_tools_unavailable():
     with pytest.raises(ToolsUnavailable, match="tools/list on http://127.0.0.1:9/mcp failed"):
         await discover_tools("http://127.0.0.1:9/mcp", timeout=5)
+
+
+@pytest.fixture
+def guarded_server(tmp_path):
+    """A real `kaos-runtime mcp` with an API key: tools/list needs a token the control plane lacks."""
+    from tests.support.processes import spawn, wait_until_ok
+
+    service = spawn("guarded-mcp", ["-m", "kaos_runtime", "mcp"], {
+        "MCP_TOOLS_STRING": "def shout(text: str) -> str:\n    return text.upper()\n\ndef echo(text: str) -> str:\n"
+                            "    return text\n", "AUTH_API_KEYS": "sk-discovery-test-key"}, str(tmp_path))
+    wait_until_ok(service, "/health")
+    yield service
+    service.stop()
+
+
+async def test_a_guarded_python_string_server_is_read_from_its_open_health_path(guarded_server):
+    assert await discover_tools(guarded_server.url + "/mcp", timeout=10) == ["echo", "shout"]
+
+
+async def test_a_refused_server_without_health_tools_is_unavailable_naming_why():
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", "Bearer")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_GET(self):
+            self.send_response(404)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(ToolsUnavailable, match=r"was refused \(HTTP 401/403.*names no tools"):
+            await discover_tools(f"http://127.0.0.1:{server.server_address[1]}/mcp", timeout=10)
+    finally:
+        server.shutdown()
