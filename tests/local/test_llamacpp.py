@@ -27,7 +27,7 @@ def run(deployment, installed=INSTALLED.get):
 
 def test_the_rendered_server_runs_as_llama_cpp_python_with_the_installed_package():
     process = run(deployment(**PACKAGE))
-    assert process.argv == (sys.executable, "-m", "llama_cpp.server",
+    assert process.argv == (sys.executable, "-m", "kaos.local.llamacpp_server",
                             "--model", INSTALLED[PACKAGE["file"]], "--model_alias", "smollm2:135m",
                             "--host", "127.0.0.1", "--port", "8123", "--n_ctx", "2048")
     assert process.readiness_path == "/v1/models"

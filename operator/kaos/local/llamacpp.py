@@ -3,10 +3,12 @@
 In a cluster a Hosted ModelAPI on llama.cpp runs the llama.cpp project's server image
 (``llama-server``), with its GGUF fetched into the ``/models`` volume by an init step (``pip
 install --no-deps --target /models <package>``, or a download). ``kaos up`` runs no image and
-no init step: ``python -m llama_cpp.server`` stands in for ``llama-server`` (flags translated
+no init step: llama-cpp-python's server stands in for ``llama-server`` (flags translated
 below), and the GGUF is found where the init step would have put it, relative to ``/models``:
 in an installed package (the layout of ``pip install --target`` is that of site-packages), or
-at the local path a hostPath volume names.
+at the local path a hostPath volume names. It runs as ``python -m kaos.local.llamacpp_server``,
+which checks llama-server's API keys (``LLAMA_API_KEY``, the ModelAPI's spec.auth) as llama-server
+does, where llama-cpp-python's own check would differ.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kaos.local.ports import LOOPBACK
 LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp"
 MODELS_MOUNT = "/models"
 SERVER_MODULE_FILE = "llama_cpp/server/__main__.py"
+SERVER_MODULE = "kaos.local.llamacpp_server"  # llama-cpp-python's server with llama-server's key check
 
 # llama-server flag -> llama-cpp-python server flag (None: no equivalent needed locally).
 FLAGS = {
@@ -59,7 +62,7 @@ def server_argv(args: list[str], locate_gguf: Callable[[str], str], installed: C
             "needs llama-cpp-python's server, which is not installed "
             "(scripts/setup installs it: pip install 'kaos[llm]')"
         )
-    argv = [python, "-m", "llama_cpp.server"]
+    argv = [python, "-m", SERVER_MODULE]
     rest = list(args)
     while rest:
         flag = rest.pop(0)

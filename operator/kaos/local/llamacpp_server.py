@@ -1,0 +1,79 @@
+"""``python -m kaos.local.llamacpp_server``: llama-cpp-python's server with llama-server's API keys.
+
+``kaos up`` runs the llama.cpp server image as llama-cpp-python's server (kaos.local.llamacpp
+translates the flags; this module takes llama-cpp-python's own). The two check API keys
+differently: llama-server reads them from ``LLAMA_API_KEY`` (comma separated; the modelapi chart
+sets it from the ModelAPI's spec.auth.apiKeys Secret) and leaves ``/``, ``/health``,
+``/v1/health``, ``/models`` and ``/v1/models`` open, while llama-cpp-python takes one key and
+guards ``/v1/models``, the chart's readiness probe. So the key check here is llama-server's:
+the same variable, the same open paths, any other request without one of the keys (``Authorization:
+Bearer <key>``, or ``X-Api-Key``) answered 401 with llama-server's body. Keys are compared in
+constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+
+OPEN_PATHS = frozenset({"/", "/health", "/v1/health", "/models", "/v1/models"})
+REFUSAL = json.dumps({"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}).encode()
+
+
+def api_keys(value: str) -> list[bytes]:
+    """``LLAMA_API_KEY``: the keys, comma separated (blank entries dropped)."""
+    return [key.strip().encode() for key in value.split(",") if key.strip()]
+
+
+def _given_key(headers: list[tuple[bytes, bytes]]) -> bytes:
+    found = dict(headers)
+    value = found.get(b"authorization") or found.get(b"x-api-key") or b""
+    return value[len(b"Bearer "):] if value.startswith(b"Bearer ") else value
+
+
+class KeyCheck:
+    """ASGI middleware: llama-server's API key rule in front of llama-cpp-python's app."""
+
+    def __init__(self, app, keys: list[bytes]) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope, receive, send) -> None:
+        if (scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS
+                or scope["method"] == "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        given = _given_key(scope["headers"])
+        matched = False
+        for key in self.keys:  # every key compared, in constant time each
+            matched = hmac.compare_digest(given, key) or matched
+        if matched:
+            await self.app(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json; charset=utf-8"), (b"content-length", str(len(REFUSAL)).encode())]})
+        await send({"type": "http.response.body", "body": REFUSAL})
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+    parser = argparse.ArgumentParser(prog="python -m kaos.local.llamacpp_server",
+                                     description="llama-cpp-python's server with llama-server's API keys")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(argv)
+    server = parse_model_from_args(ServerSettings, args)
+    app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
+    keys = api_keys(os.environ.pop("LLAMA_API_KEY", ""))
+    if keys:
+        print(f"API keys: {len(keys)} loaded; /health and /v1/models stay open", flush=True)
+    uvicorn.run(KeyCheck(app, keys), host=server.host, port=server.port)
+
+
+if __name__ == "__main__":
+    main()
