@@ -258,3 +258,22 @@ def test_in_cluster_configuration(monkeypatch):
     assert catalog.server == "https://[fd00::1]:6443"
     assert str(catalog.token_file) == "/var/run/secrets/kubernetes.io/serviceaccount/token"
     assert catalog.paths()[0] == ("ModelAPI", "/apis/kaos.tools/v1alpha1/namespaces/team/modelapis")
+
+
+async def test_the_cluster_console_passes_the_users_token_to_the_workload(serve):
+    from tests.support.guarded import CHALLENGE, guarded_handler
+
+    token = "user-token-for-the-console-test"
+    items = [resource("Agent", "a", "team", endpoint=await serve(guarded_handler(token)), phase="Ready", ready=True)]
+    catalog = LocalCatalog(lambda: items)
+    app = Console(catalog, proxy=ServiceProxy(catalog))
+    try:
+        async with client(app) as http:
+            refused = await http.post("/team/agent/a/v1/chat/completions", content=b"{}")
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == CHALLENGE
+            served = await http.post("/team/agent/a/v1/chat/completions", content=b"{}",
+                                     headers={"Authorization": f"Bearer {token}"})
+            assert served.status_code == 200
+            assert served.json() == {"path": "/v1/chat/completions", "authorization": f"Bearer {token}"}
+    finally:
+        await app.proxy.aclose()

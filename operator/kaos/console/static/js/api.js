@@ -9,6 +9,27 @@ export class ApiError extends Error {
   constructor(message, status = 0) { super(message); this.status = status; }
 }
 
+// The user's bearer token for workloads with spec.auth, entered in the page header: kept for
+// this tab only (sessionStorage) and sent as Authorization to the workload paths, never to the
+// console's own /_console/ API.
+const TOKEN_KEY = 'kaos-console-token';
+
+export function token() {
+  try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
+}
+
+export function setToken(value) {
+  try {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value); else sessionStorage.removeItem(TOKEN_KEY);
+  } catch { /* storage refused: the token is not kept */ }
+}
+
+function withToken(path, options) {
+  const bearer = token();
+  if (!bearer || path.startsWith('_console/')) return options;
+  return { ...options, headers: { ...(options.headers || {}), Authorization: `Bearer ${bearer}` } };
+}
+
 export function url(path) {
   return new URL(path, document.baseURI).toString();
 }
@@ -36,6 +57,8 @@ export async function describeFailure(response, what) {
   try { payload = JSON.parse(text); } catch { /* not JSON */ }
   const detail = detailOf(payload, text);
   const reason = {
+    401: token() ? 'refused the token (HTTP 401): enter another under Token at the top of the page'
+      : 'needs a token (HTTP 401): enter one under Token at the top of the page',
     404: 'was not found', 502: 'could not be reached', 503: 'is not available right now',
     504: 'did not answer in time', 500: 'failed',
   }[response.status] || `answered HTTP ${response.status}`;
@@ -45,7 +68,7 @@ export async function describeFailure(response, what) {
 export async function request(path, what, options = {}) {
   let response;
   try {
-    response = await fetch(url(path), options);
+    response = await fetch(url(path), withToken(path, options));
   } catch (error) {
     if (error.name === 'AbortError') throw error;
     throw new ApiError(`${what} could not be asked: the console's server does not answer (is it still running?).`);

@@ -2,6 +2,7 @@
 // #/mcp/ns/name, #/modelapi/ns/name. Each page is a module whose render(main, params)
 // returns a function that stops what it started (polls, requests).
 
+import { setToken, token } from './api.js';
 import { h, replace } from './dom.js';
 import * as store from './store.js';
 import * as overview from './pages/overview.js';
@@ -76,6 +77,37 @@ store.subscribe((state) => {
       ? 'Local control plane (kaos up)' : `Cluster (${state.source} API)`;
   }
 });
+
+// The bearer token for guarded workloads (see api.js): set, or forgotten, from the header form.
+const tokenForm = document.getElementById('token-form');
+const tokenInput = document.getElementById('token');
+const tokenForget = document.getElementById('token-forget');
+const tokenState = document.getElementById('token-state');
+
+function showToken() {
+  const set = Boolean(token());
+  tokenState.textContent = set ? 'sent to workloads' : '';
+  tokenForget.hidden = !set;
+  tokenInput.placeholder = set ? 'replace the token' : 'for workloads with spec.auth';
+}
+
+tokenForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const value = tokenInput.value.trim().replace(/^Bearer\s+/i, '');
+  if (value) setToken(value);
+  tokenInput.value = '';
+  showToken();
+  current = null;  // show the page again, asked with the token
+  route();
+});
+tokenForget.addEventListener('click', () => {
+  setToken('');
+  showToken();
+  current = null;
+  route();
+  tokenInput.focus();
+});
+showToken();
 
 window.addEventListener('hashchange', route);
 store.start();
