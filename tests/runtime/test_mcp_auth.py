@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from .conftest import agent_env, chat, events
-from .test_auth import AUDIENCE, ISSUER, Issuer, bearer
+from .test_auth import AUDIENCE, ISSUER, bearer, issuer  # noqa: F401 (issuer: the module's own JWKS server)
 from .test_tools_and_limits import tool_block
 
 TOOL_KEY = f"kaos-mcp-{secrets.token_hex(12)}"
@@ -30,14 +30,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture(scope="module")
-def issuer():
-    issuer = Issuer()
-    yield issuer
-    issuer.server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def guarded_tools(start, issuer):
+def guarded_tools(start, issuer):  # noqa: F811 (the fixture)
     return start("mcp", "guarded-tools", {
         "MCP_TOOLS_STRING": TOOLS, "AUTH_API_KEYS": f"{TOOL_KEY}\n{OTHER_KEY}",
         "AUTH_OIDC_JWKS_URL": issuer.url, "AUTH_OIDC_ISSUER": ISSUER, "AUTH_OIDC_AUDIENCE": AUDIENCE,
@@ -65,7 +58,7 @@ def test_the_mcp_endpoint_refuses_a_missing_or_wrong_token(guarded_tools):
     assert httpx.get(guarded_tools.url + "/mcp", headers={"Accept": "text/event-stream"}).status_code == 401
 
 
-def test_keys_and_jwts_are_served(guarded_tools, issuer):
+def test_keys_and_jwts_are_served(guarded_tools, issuer):  # noqa: F811 (the fixture)
     for token in (TOOL_KEY, OTHER_KEY, issuer.token()):
         answer = initialize(guarded_tools, bearer(token))
         assert answer.status_code == 200, answer.text
