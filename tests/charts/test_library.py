@@ -48,12 +48,19 @@ def test_no_chart_defines_a_template_of_another_or_of_the_library():
         assert all(name.startswith(f"{chart}.") for name in own), f"{chart}: {sorted(own)}"
 
 
+# The one copy allowed: the platform chart depends on no chart (it installs straight from a clone,
+# without `helm dependency build`), so it keeps the library's image reference rule itself.
+ALLOWED_COPIES = {"kaos.image": "kaos-common.images.image"}
+
+
 def test_no_template_body_is_copied_between_the_charts():
     seen: dict[str, str] = {}
     for chart in (LIBRARY_CHART, *WORKLOAD_CHARTS, "kaos"):
         for name, body in defines(chart).items():
             # the same body under another chart's prefix is a copy
             key = re.sub(r'"[a-z-]+\.', '"', " ".join(body.split()))
+            if key in seen and ALLOWED_COPIES.get(name) == seen[key]:
+                continue
             assert key not in seen, f"{name} repeats {seen.get(key)}"
             seen[key] = name
 

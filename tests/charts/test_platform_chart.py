@@ -80,6 +80,36 @@ def test_operator_deployment_is_locked_down_and_probed():
     assert c["resources"]["limits"] and c["resources"]["requests"]
 
 
+def images(values):
+    """The image of each Deployment's first container, by Deployment name."""
+    return {d["metadata"]["name"]: d["spec"]["template"]["spec"]["containers"][0]["image"]
+            for d in platform({"console": {"enabled": True}, "memory": {"redis": {"deploy": True}}, **values})
+            if d["kind"] == "Deployment"}
+
+
+def test_images_take_a_tag_a_digest_or_neither():
+    assert images({}) == {"kaos-operator": "ghcr.io/kaos-tools/kaos-operator:0.1.0",
+                          "kaos-console": "ghcr.io/kaos-tools/kaos-operator:0.1.0", "kaos-redis": "redis:7.2-alpine"}
+    digest = "@sha256:" + "a" * 64
+    pinned = images({"operator": {"image": {"repository": "r/op", "tag": digest}},
+                     "console": {"enabled": True, "image": {"repository": "r/console", "tag": "dev"}},
+                     "memory": {"redis": {"deploy": True, "image": {"repository": "r/redis", "tag": ""}}}})
+    assert pinned == {"kaos-operator": "r/op" + digest, "kaos-console": "r/console:dev", "kaos-redis": "r/redis"}
+
+
+def test_each_component_has_its_labels():
+    docs = platform({"console": {"enabled": True}, "memory": {"redis": {"deploy": True}}})
+    for name, component, versioned in [("kaos-operator", "operator", True), ("kaos-console", "console", True),
+                                       ("kaos-redis", "memory", False)]:
+        deployment = one(docs, "Deployment", name)
+        labels = deployment["metadata"]["labels"]
+        assert labels == deployment["spec"]["template"]["metadata"]["labels"]
+        assert deployment["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": name,
+                                                                 "app.kubernetes.io/instance": "kaos"}
+        assert labels["app.kubernetes.io/component"] == component and labels["app.kubernetes.io/part-of"] == "kaos"
+        assert ("app.kubernetes.io/version" in labels) is versioned, "the Redis runs redis's image, not the chart's"
+
+
 def test_a_settings_change_rolls_the_operator():
     def checksum(values):
         return one(platform(values), "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/settings"]

@@ -28,19 +28,43 @@ characters so that the longest object name, <fullname>-operator-settings, fits i
 {{- printf "%s-cluster" (include "kaos.operatorName" .) -}}
 {{- end -}}
 
+{{/*
+The labels of one component's objects. Components: operator (the operator, its RBAC, settings
+and Gateway), console, and redis (agents' memory, role "memory"). The Redis runs redis's own
+image, not the chart's appVersion, so it carries no version label.
+Usage: include "kaos.labels" (dict "root" $ "component" "console")
+*/}}
 {{- define "kaos.labels" -}}
-app.kubernetes.io/name: kaos-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: operator
+{{- $role := get (dict "operator" "operator" "console" "console" "redis" "memory") .component | required (printf "kaos.labels: unknown component %q" .component) -}}
+{{ include "kaos.selectorLabels" . }}
+app.kubernetes.io/component: {{ $role }}
 app.kubernetes.io/part-of: kaos
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- if ne .component "redis" }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+{{- end }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* The labels that select one component's pods. Usage: as kaos.labels. */}}
 {{- define "kaos.selectorLabels" -}}
-app.kubernetes.io/name: kaos-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: kaos-{{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/*
+An image reference: repository:tag, repository@digest when the tag is "@sha256:...", or the
+repository alone; defaultTag stands in for an empty tag. The same rule as kaos-common's
+kaos-common.images.image for the workload charts (this chart depends on no chart, so that it
+installs without `helm dependency build`).
+Usage: include "kaos.image" (dict "image" .Values.console.image "defaultTag" .Chart.AppVersion)
+*/}}
+{{- define "kaos.image" -}}
+{{- $tag := toString (.image.tag | default .defaultTag | default "") -}}
+{{- if hasPrefix "@" $tag -}}{{ printf "%s%s" .image.repository $tag }}
+{{- else if $tag -}}{{ printf "%s:%s" .image.repository $tag }}
+{{- else -}}{{ .image.repository }}
+{{- end -}}
 {{- end -}}
 
 {{- define "kaos.serviceAccountName" -}}
@@ -63,21 +87,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The console's Deployment, Service, ServiceAccount, ClusterRole and bindings: <fullname>-console. */}}
 {{- define "kaos.consoleName" -}}
 {{- printf "%s-console" (include "kaos.fullname" .) -}}
-{{- end -}}
-
-{{- define "kaos.consoleLabels" -}}
-app.kubernetes.io/name: kaos-console
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: console
-app.kubernetes.io/part-of: kaos
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{- end -}}
-
-{{- define "kaos.consoleSelectorLabels" -}}
-app.kubernetes.io/name: kaos-console
-app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "kaos.consoleServiceAccountName" -}}
