@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
 
 import pytest
 
@@ -235,6 +238,88 @@ def test_errors_are_told_in_words(page, screenshots):
     page.goto("/#/no/such/page")
     assert page.locator("h1").inner_text() == "Page not found"
     screenshots.save(page, "8-error")
+
+
+ELSEWHERE = "http://127.0.0.1:9/a2a-elsewhere"  # an A2A agent outside KAOS, named by URL (nothing listens)
+TRAVEL, BOOKS = "https://travel.example.com/a2a", "https://books.example.com"
+
+
+def with_agents(extra: list[dict]):
+    """A route handler for the console's resource list that appends Agents to the real one."""
+    def handle(route) -> None:
+        response = route.fetch()
+        payload = response.json()
+        payload["items"] = payload.get("items", []) + extra
+        route.fulfill(response=response, json=payload)
+    return handle
+
+
+def delegations(*peers: str):
+    """A route handler for an agent's memory events: one delegation_request per peer, just now."""
+    now = datetime.now(timezone.utc).isoformat()
+    events = [{"event_type": "delegation_request", "timestamp": now, "session_id": "s",
+               "content": {"agent": peer, "task": "a task"}} for peer in peers]
+    return lambda route: route.fulfill(json={"events": events})
+
+
+def test_an_access_url_is_an_external_a2a_agent(page, screenshots):
+    """agentNetwork.access entries that are URLs (fed to the page beside the quickstart): an
+    external A2A agent node and a link to its card, not an Agent that is "Not found"; delegations
+    the memory names by card name (or by the name derived from the URL) highlight its edge."""
+    page.goto("/")
+    eventually_true(lambda: attribute(page, row("Agent/default/coordinator"), "data-state") == "ready", what="coordinator Ready")
+    coordinator = page.evaluate("() => fetch('_console/api/resources').then(r => r.json())")["items"]
+    coordinator = next(item for item in coordinator if item["kind"] == "Agent" and item["metadata"]["name"] == "coordinator")
+
+    def agent(name: str, access: list[str]) -> dict:
+        return {**coordinator, "metadata": {**coordinator["metadata"], "name": name},
+                "spec": {**coordinator["spec"], "agentNetwork": {"access": access}}}
+
+    page.route("**/_console/api/resources", with_agents([agent("router", ["worker", ELSEWHERE]),
+                                                         agent("fanout", [TRAVEL, BOOKS])]))
+    # router's A2A peer by its card's name (its only URL); fanout's by the derived name of one
+    # URL, and by a card name that could be either URL (not highlighted).
+    page.route(re.compile(r"/default/agent/router/memory/events\?"), delegations("Elsewhere Agent", "Elsewhere Agent", "worker"))
+    page.route(re.compile(r"/default/agent/fanout/memory/events\?"), delegations("books-example-com", "Some Card"))
+
+    page.goto("/#/graph")
+    node = page.locator(f'[data-node="A2A/default/{ELSEWHERE}"]')
+    node.wait_for(state="attached")
+    assert node.get_attribute("data-state") == "external"
+    assert node.evaluate("el => el.tagName") == "a"
+    assert node.get_attribute("href") == f"{ELSEWHERE}/.well-known/agent-card.json"
+    assert node.get_attribute("target") == "_blank"
+    assert "127.0.0.1:9/a2a-elsewhere" in node.text_content() and "A2A agent · External" in node.text_content()
+    link = page.get_by_role("link", name=f"A2A agent at {ELSEWHERE}")
+    assert link.count() == 1 and ELSEWHERE in node.locator("title").text_content()
+    stroke = node.locator("rect").evaluate("el => getComputedStyle(el).stroke")
+    assert stroke == "rgb(89, 99, 110)", f"a neutral grey, not a status colour: {stroke}"
+    assert page.locator(f'[data-node="Agent/default/{ELSEWHERE}"]').count() == 0
+    assert page.locator('[data-namespace="default"] [data-state="missing"]').count() == 0, "no URL is a Not found agent"
+    # fanout's two URLs are two nodes; router's KAOS peer is the worker as before.
+    assert page.locator(f'[data-node="A2A/default/{TRAVEL}"]').count() == 1
+    assert page.locator(f'[data-node="A2A/default/{BOOKS}"]').count() == 1
+
+    edge = f'[data-edge="default/router->{ELSEWHERE}"]'
+    assert page.locator(edge).get_attribute("data-type") == "delegates"
+    eventually_true(lambda: attribute(page, edge, "data-recent") == "2", what="the delegations to the A2A agent highlighted")
+    assert attribute(page, '[data-edge="default/router->default/worker"]', "data-recent") == "1"
+    assert attribute(page, f'[data-edge="default/fanout->{BOOKS}"]', "data-recent") == "1"
+    assert attribute(page, f'[data-edge="default/fanout->{TRAVEL}"]', "data-recent") == "0"
+    connection = page.locator(f'[data-connection="default/router->{ELSEWHERE}"]')
+    assert connection.text_content().startswith(f"router may delegate to the A2A agent outside KAOS at {ELSEWHERE}")
+    assert connection.locator("a").get_attribute("href") == f"{ELSEWHERE}/.well-known/agent-card.json"
+    screenshots.save(page, "8b-graph-a2a-peer")
+
+    page.goto("/#/agent/default/router")
+    peer = page.locator(f'[data-peer-url="{ELSEWHERE}"]')
+    peer.wait_for()
+    assert peer.get_attribute("href") == f"{ELSEWHERE}/.well-known/agent-card.json"
+    assert peer.get_attribute("target") == "_blank" and "noopener" in peer.get_attribute("rel")
+    assert peer.inner_text() == ELSEWHERE
+    assert page.locator('[data-peer="worker"]').get_attribute("href") == "#/agent/default/worker"
+    assert page.locator(f'a[href="#/agent/default/{quote(ELSEWHERE, safe="")}"]').count() == 0
+    screenshots.save(page, "8c-agent-a2a-peer")
 
 
 def test_stopping_the_worker_turns_it_red_within_seconds(browser, kaos_up, page, screenshots):

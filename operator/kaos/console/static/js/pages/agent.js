@@ -4,10 +4,23 @@
 
 import { badge, h, pretty, replace } from '../dom.js';
 import { ApiError, getJSON, streamChat, workloadPath } from '../api.js';
+import { cardUrl, isPeerUrl, matchPeer, splitAccess } from '../peers.js';
 import * as store from '../store.js';
 import { stepsList, turnEvents } from './steps.js';
 
 function sessionKey(namespace, name) { return `kaos-console:session:${namespace}/${name}`; }
+
+// A peer that is an A2A agent outside KAOS: a link to its agent card (the URL is not a page here).
+function externalPeer(url, text = url) {
+  return h('a', { href: cardUrl(url), target: '_blank', rel: 'noopener noreferrer', 'data-peer-url': url,
+    title: `A2A agent outside KAOS at ${url}: opens its agent card in a new tab` }, text);
+}
+
+// An access entry: the page of the Agent it names, or the card of the A2A agent its URL names.
+function accessEntry(namespace, entry) {
+  if (isPeerUrl(entry)) return [externalPeer(entry), h('span', { class: 'muted' }, ' (A2A agent outside KAOS)')];
+  return h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(entry)}`, 'data-peer': entry }, entry);
+}
 
 function statusBlock(item) {
   if (!item) return h('p', { class: 'error' }, 'This agent is not in the resource list (deleted, or not applied yet).');
@@ -19,7 +32,7 @@ function statusBlock(item) {
     h('dt', {}, 'MCP servers'), h('dd', {}, (item.spec?.mcpServers || []).length
       ? (item.spec.mcpServers).flatMap((s, i) => [i ? ', ' : '', h('a', { href: `#/mcp/${encodeURIComponent(item.metadata.namespace || 'default')}/${encodeURIComponent(s)}` }, s)]) : 'none'),
     h('dt', {}, 'May delegate to'), h('dd', {}, (item.spec?.agentNetwork?.access || []).length
-      ? item.spec.agentNetwork.access.flatMap((s, i) => [i ? ', ' : '', h('a', { href: `#/agent/${encodeURIComponent(item.metadata.namespace || 'default')}/${encodeURIComponent(s)}` }, s)]) : 'no one'));
+      ? item.spec.agentNetwork.access.flatMap((s, i) => [i ? ', ' : '', accessEntry(item.metadata.namespace || 'default', s)]) : 'no one'));
 }
 
 function cardBlock(card) {
@@ -58,7 +71,15 @@ export function render(main, namespace, name) {
   const newSession = h('button', { type: 'button', class: 'secondary', onclick: () => {
     sessionId = null; sessionStorage.removeItem(sessionKey(namespace, name)); showSession(); log.replaceChildren(); input.focus();
   } }, 'New session');
-  const peerLink = (peer) => h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(peer)}` }, peer);
+  // A peer in a delegation step: an Agent's page, or the card of the A2A agent it is matched to;
+  // an A2A agent's name that cannot be told which URL it is stays text.
+  const peerLink = (peer) => {
+    const access = store.find('Agent', namespace, name)?.spec?.agentNetwork?.access;
+    const match = matchPeer(access, peer);
+    if (match?.url) return externalPeer(match.url, peer);
+    if (!match && splitAccess(access).urls.length) return h('span', { 'data-peer': peer }, peer, h('span', { class: 'muted' }, ' (A2A agent)'));
+    return h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(peer)}` }, peer);
+  };
 
   async function turn(text) {
     problem.textContent = '';

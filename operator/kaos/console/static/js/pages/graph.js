@@ -1,20 +1,31 @@
 // Network graph: per namespace, agents in layers (an agent left of the peers it may delegate
 // to), MCP servers and ModelAPIs in the last column; edges for agentNetwork.access (delegates),
 // mcpServers (tools) and modelAPI (model). Nodes are coloured by status (and say it in words);
-// a delegation edge that carried a delegation in the last minutes, according to the agents'
-// memory events (delegation_request), is highlighted.
+// an access entry that is a URL is an A2A agent outside KAOS: a grey pill named by its host,
+// whose state the console does not know, linking to its agent card. A delegation edge that
+// carried a delegation in the last minutes, according to the agents' memory events
+// (delegation_request), is highlighted.
 
 import { badge, h, replace, svg } from '../dom.js';
 import { getJSON, KIND_WORD, workloadPath } from '../api.js';
 import * as store from '../store.js';
+import { cardUrl, hostLabel, matchPeer, splitAccess } from '../peers.js';
 import { pageOf } from './overview.js';
 
 export const RECENT_MINUTES = 10;
 const W = 200, H = 58, COLUMN = 330, ROW = 84, MARGIN = 30, TOP = 46;
+const EXTERNAL = 'A2A';  // the node kind of an A2A agent named by URL (its id: A2A/<url>)
+const EXTERNAL_FILL = '#f6f8fa', EXTERNAL_STROKE = '#59636e';  // console.css's --panel and --muted
+const LABEL_CHARS = 21;  // of a host label in 13px bold that fits a node
 
 function nsOf(item) { return item.metadata?.namespace || 'default'; }
 
-// Nodes and edges of one namespace; a reference to something that does not exist is a "missing" node.
+const isAgentNode = (id) => id.startsWith('Agent/') || id.startsWith(`${EXTERNAL}/`);
+const byId = (a, b) => (a.startsWith(`${EXTERNAL}/`) - b.startsWith(`${EXTERNAL}/`)) || (a < b ? -1 : a > b ? 1 : 0);
+const clip = (text) => (text.length > LABEL_CHARS ? `${text.slice(0, LABEL_CHARS - 1)}…` : text);
+
+// Nodes and edges of one namespace; a reference to something that does not exist is a "missing"
+// node, a URL in agentNetwork.access an "external" one (shared by the agents that name it).
 export function model(items, namespace) {
   const nodes = new Map();
   const add = (item) => nodes.set(`${item.kind}/${item.metadata.name}`, { item, kind: item.kind, name: item.metadata.name });
@@ -25,10 +36,17 @@ export function model(items, namespace) {
     if (!nodes.has(id)) nodes.set(id, { item: null, kind, name, missing: true });
     return id;
   };
+  const external = (url) => {
+    const id = `${EXTERNAL}/${url}`;
+    if (!nodes.has(id)) nodes.set(id, { item: null, kind: EXTERNAL, name: url, url, external: true });
+    return id;
+  };
   for (const node of [...nodes.values()].filter((n) => n.kind === 'Agent' && n.item)) {
     const spec = node.item.spec || {};
     const from = `Agent/${node.name}`;
-    for (const peer of spec.agentNetwork?.access || []) edges.push({ from, to: reference('Agent', peer), type: 'delegates' });
+    const { names, urls } = splitAccess(spec.agentNetwork?.access);
+    for (const peer of new Set(names)) edges.push({ from, to: reference('Agent', peer), type: 'delegates' });
+    for (const url of urls) edges.push({ from, to: external(url), type: 'delegates' });
     for (const server of spec.mcpServers || []) edges.push({ from, to: reference('MCPServer', server), type: 'tools' });
     if (spec.modelAPI) edges.push({ from, to: reference('ModelAPI', spec.modelAPI), type: 'model' });
   }
@@ -50,7 +68,7 @@ export function layout({ nodes, edges }) {
     levels.set(id, value);
     return value;
   };
-  const agents = [...nodes.keys()].filter((id) => id.startsWith('Agent/')).sort();
+  const agents = [...nodes.keys()].filter(isAgentNode).sort(byId);
   agents.forEach((id) => level(id));
   const deepest = Math.max(0, ...agents.map((id) => levels.get(id)));
   const columns = [];
@@ -59,7 +77,7 @@ export function layout({ nodes, edges }) {
     (columns[column] ||= []).push(id);
   }
   const last = agents.length ? deepest + 1 : 0;
-  const others = [...nodes.keys()].filter((id) => !id.startsWith('Agent/'))
+  const others = [...nodes.keys()].filter((id) => !isAgentNode(id))
     .sort((a, b) => (a.startsWith('MCPServer/') ? 0 : 1) - (b.startsWith('MCPServer/') ? 0 : 1) || a.localeCompare(b));
   if (others.length) columns[last] = others;
   const position = new Map();
@@ -70,6 +88,7 @@ export function layout({ nodes, edges }) {
 }
 
 function stateOf(node) {
+  if (node.external) return { state: 'external', label: 'External', detail: 'an A2A agent outside KAOS, whose state the console does not know' };
   if (node.missing) return { state: 'missing', label: 'Not found', detail: `no ${KIND_WORD[node.kind]} ${node.name} in this namespace` };
   return node.item.health || { state: 'starting', label: 'Unknown' };
 }
@@ -83,11 +102,34 @@ function edgePath(a, b, lane) {
   }
   if (b.column > a.column) {
     const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x - 2, y2 = b.y + H / 2, bend = Math.max(40, (x2 - x1) / 2);
-    return { d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`, mid: [(x1 + x2) / 2, (y1 + y2) / 2] };
+    // The label near the target, not halfway, where edges that cross (A to D, B to C) would share it.
+    const t = 0.7, u = 1 - t, at = (p0, p1, p2, p3) => u * u * u * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * p3;
+    return { d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`,
+      mid: [at(x1, x1 + bend, x2 - bend, x2), at(y1, y1, y2, y2)] };
   }
   // Same or earlier column (a cycle): around below the nodes.
   const x1 = a.x + W / 2 + 20, y1 = a.y + H, x2 = b.x + W / 2 - 20, y2 = b.y + H + 2, low = Math.max(y1, y2) + 40;
   return { d: `M${x1},${y1} C${x1},${low} ${x2},${low} ${x2},${y2}`, mid: [(x1 + x2) / 2, low - 8] };
+}
+
+// The names at both ends of an edge, its target node and its data-edge key ("<ns>/<from>-><ns>/<to>",
+// or "<ns>/<from>-><url>" for an A2A agent outside KAOS, which is in no namespace).
+function ends(namespace, nodes, edge) {
+  const source = nodes.get(edge.from), target = nodes.get(edge.to);
+  const fromName = source?.name ?? edge.from, toName = target?.name ?? edge.to;
+  const key = `${namespace}/${fromName}->${target?.external ? toName : `${namespace}/${toName}`}`;
+  return { fromName, toName, target, key };
+}
+
+// An A2A agent named by URL: a grey pill (not a status colour) labelled by its host and path,
+// the full URL in its accessible name and title; it opens the agent's card in a new tab.
+function externalNode(node, x, y, attrs, health) {
+  const label = `A2A agent at ${node.url}: ${health.label} (${health.detail}). Opens its agent card in a new tab.`;
+  return svg('a', { ...attrs, href: cardUrl(node.url), target: '_blank', rel: 'noopener noreferrer', 'aria-label': label, 'data-url': node.url },
+    svg('rect', { x, y, width: W, height: H, rx: H / 2, fill: EXTERNAL_FILL, stroke: EXTERNAL_STROKE }),
+    svg('text', { x: x + 18, y: y + 23, text: clip(hostLabel(node.url)), 'font-weight': '700' }),
+    svg('text', { class: 'sub', x: x + 18, y: y + 43, text: `A2A agent · ${health.label} ↗` }),
+    svg('title', { text: label }));
 }
 
 function draw(namespace, graphModel, recent) {
@@ -101,25 +143,29 @@ function draw(namespace, graphModel, recent) {
   for (let column = 0; column < agentColumns; column++) {
     titles.push(svg('text', { class: 'column-title', x: MARGIN + column * COLUMN, y: 24, text: column === 0 ? 'Agents' : 'Agents they delegate to' }));
   }
-  if ([...nodes.keys()].some((id) => !id.startsWith('Agent/'))) {
+  if ([...nodes.keys()].some((id) => !isAgentNode(id))) {
     titles.push(svg('text', { class: 'column-title', x: MARGIN + last * COLUMN, y: 24, text: 'MCP servers and model APIs' }));
   }
   const edgeEls = edges.filter((edge) => position.has(edge.from) && position.has(edge.to)).map((edge) => {
     const a = position.get(edge.from), b = position.get(edge.to);
     const { d, mid } = edgePath(a, b, lane);
-    const toName = edge.to.split('/')[1], fromName = edge.from.split('/')[1];
-    const count = edge.type === 'delegates' ? (recent.get(`${fromName}->${toName}`) || 0) : 0;
+    const { fromName, toName, target, key } = ends(namespace, nodes, edge);
+    const count = edge.type === 'delegates' ? (recent.get(`${fromName}->${edge.to}`) || 0) : 0;
     const classes = `edge ${edge.type}${count ? ' recent' : ''}`;
+    const verb = edge.type === 'delegates' ? (target?.external ? 'may delegate to the A2A agent at' : 'may delegate to')
+      : edge.type === 'tools' ? 'uses the tools of' : 'uses the model API';
     const group = svg('g', {},
       svg('path', { class: classes, d, 'marker-end': `url(#arrow${count ? '-recent' : ''}-${namespace})`,
-        'data-edge': `${namespace}/${fromName}->${namespace}/${toName}`, 'data-type': edge.type, 'data-recent': String(count) },
-      svg('title', { text: `${fromName} ${edge.type === 'delegates' ? 'may delegate to' : edge.type === 'tools' ? 'uses the tools of' : 'uses the model API'} ${toName}${count ? ` (${count} delegation${count > 1 ? 's' : ''} in the last ${RECENT_MINUTES} minutes)` : ''}` })));
+        'data-edge': key, 'data-type': edge.type, 'data-recent': String(count) },
+      svg('title', { text: `${fromName} ${verb} ${toName}${count ? ` (${count} delegation${count > 1 ? 's' : ''} in the last ${RECENT_MINUTES} minutes)` : ''}` })));
     if (count) group.append(svg('text', { class: 'edge-label', x: mid[0], y: mid[1] - 10, 'text-anchor': 'middle', text: `${count} recent` }));
     return group;
   });
   const nodeEls = [...nodes.entries()].filter(([id]) => position.has(id)).map(([id, node]) => {
     const { x, y } = position.get(id);
     const health = stateOf(node);
+    const attrs = { class: `node state-${health.state}`, 'data-node': `${node.kind}/${namespace}/${node.name}`, 'data-state': health.state };
+    if (node.external) return externalNode(node, x, y, attrs, health);
     const href = node.missing ? null : pageOf(node.item);
     const label = `${KIND_WORD[node.kind]} ${node.name}: ${health.label}${health.detail ? ` (${health.detail})` : ''}`;
     const body = [
@@ -128,7 +174,6 @@ function draw(namespace, graphModel, recent) {
       svg('text', { class: 'sub', x: x + 12, y: y + 43, text: `${KIND_WORD[node.kind]} · ${health.label}` }),
       svg('title', { text: label }),
     ];
-    const attrs = { class: `node state-${health.state}`, 'data-node': `${node.kind}/${namespace}/${node.name}`, 'data-state': health.state };
     return href ? svg('a', { ...attrs, href, 'aria-label': label }, ...body) : svg('g', { ...attrs, role: 'img', 'aria-label': label }, ...body);
   });
   return svg('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'group',
@@ -137,18 +182,21 @@ function draw(namespace, graphModel, recent) {
 
 function connections(namespace, graphModel, recent) {
   const items = graphModel.edges.map((edge) => {
-    const from = edge.from.split('/')[1], to = edge.to.split('/')[1];
-    const count = edge.type === 'delegates' ? (recent.get(`${from}->${to}`) || 0) : 0;
-    const verb = { delegates: 'may delegate to agent', tools: 'uses the tools of MCP server', model: 'uses model API' }[edge.type];
-    const target = graphModel.nodes.get(edge.to);
-    return h('li', { 'data-connection': `${namespace}/${from}->${namespace}/${to}` }, `${from} ${verb} ${to}`,
+    const { fromName: from, toName: to, target, key } = ends(namespace, graphModel.nodes, edge);
+    const count = edge.type === 'delegates' ? (recent.get(`${from}->${edge.to}`) || 0) : 0;
+    const verb = target?.external ? 'may delegate to the A2A agent outside KAOS at'
+      : { delegates: 'may delegate to agent', tools: 'uses the tools of MCP server', model: 'uses model API' }[edge.type];
+    return h('li', { 'data-connection': key }, `${from} ${verb} `,
+      target?.external ? h('a', { href: cardUrl(to), target: '_blank', rel: 'noopener noreferrer' }, to) : to,
       target?.missing ? h('strong', { class: 'state-missing' }, ' (not found)') : null,
       count ? h('strong', {}, ` — ${count} delegation${count > 1 ? 's' : ''} in the last ${RECENT_MINUTES} minutes`) : null);
   });
   return h('details', {}, h('summary', {}, `Connections in ${namespace} as a list (${items.length})`), h('ul', {}, items));
 }
 
-// "<from>-><to>" -> number of delegation_request events of the last RECENT_MINUTES, per namespace.
+// "<from>-><node id>" -> number of delegation_request events of the last RECENT_MINUTES, per namespace.
+// The peer an event names is an Agent's name, or an A2A agent's name (from its card, or derived from
+// its URL): matched to the URL when it can be (peers.js matchPeer), left out when it cannot.
 async function recentDelegations(items, signal) {
   const since = Date.now() - RECENT_MINUTES * 60 * 1000;
   const counts = new Map();
@@ -160,7 +208,9 @@ async function recentDelegations(items, signal) {
         `The memory of ${item.metadata.name}`, { signal });
       for (const event of payload.events || []) {
         if (new Date(event.timestamp).getTime() < since) continue;
-        const key = `${item.metadata.name}->${event.content?.agent}`;
+        const peer = matchPeer(item.spec?.agentNetwork?.access, event.content?.agent);
+        if (!peer) continue;
+        const key = `${item.metadata.name}->${peer.url ? `${EXTERNAL}/${peer.url}` : `Agent/${peer.name}`}`;
         const perNs = counts.get(namespace) || counts.set(namespace, new Map()).get(namespace);
         perNs.set(key, (perNs.get(key) || 0) + 1);
       }
@@ -176,10 +226,13 @@ export function render(main) {
   const status = h('p', { class: 'hint', 'aria-live': 'polite' });
   replace(main,
     h('h1', {}, 'Network graph'),
-    h('p', { class: 'muted' }, 'Agents, the peers they may delegate to, their MCP servers and model APIs. Select a node to open it.'),
+    h('p', { class: 'muted' }, 'Agents, the peers they may delegate to (KAOS agents, or A2A agents elsewhere by URL), their MCP servers and model APIs. Select a node to open it.'),
     h('ul', { class: 'legend' },
       h('li', {}, badge({ state: 'ready', label: 'Ready' })), h('li', {}, badge({ state: 'waiting', label: 'Starting or waiting' })),
       h('li', {}, badge({ state: 'down', label: 'Down, failed or not found' })),
+      h('li', {}, svg('svg', { width: 30, height: 14, viewBox: '0 0 30 14', 'aria-hidden': 'true' },
+        svg('rect', { x: 1, y: 1, width: 28, height: 12, rx: 6, fill: EXTERNAL_FILL, stroke: EXTERNAL_STROKE, 'stroke-width': 1.5 })),
+      ' A2A agent outside KAOS, by URL (state not known)'),
       h('li', {}, '—— may delegate to'), h('li', {}, '- - - uses tools of'), h('li', {}, '· · · uses model API'),
       h('li', {}, h('span', { class: 'state-recent' }, `thick purple: delegated in the last ${RECENT_MINUTES} minutes`))),
     body, status);
