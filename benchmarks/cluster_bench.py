@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "operator")]
 
+from kaos.api import AGENT, API_VERSION, MODELAPI  # noqa: E402
 from tests.cluster import controlplane  # noqa: E402
 from tests.cluster.platform import install_platform, ready, start_operator, wait_ready  # noqa: E402
 from tests.cluster.test_reconcile import EXAMPLES, manifests  # noqa: E402
@@ -46,10 +47,10 @@ def memory_mib(pid: int, key: str) -> float:
 
 
 def agents(count: int) -> str:
-    modelapi = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+    modelapi = {"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"},
                 "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}}}
     items = [modelapi] + [
-        {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": f"bench-{i}"},
+        {"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": f"bench-{i}"},
          "spec": {"modelAPI": "llm", "model": "gpt-4o-mini"}} for i in range(count)]
     return "\n---\n".join(json.dumps(item) for item in items)
 

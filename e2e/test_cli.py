@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from e2e.conftest import BACKEND, backend, create_agent_resource, deploy_and_wait, gateway_url, wait_for_status
+from kaos.api import AGENT, API_VERSION
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(BACKEND != "local", reason="the CLI drives the local control plane")]
 
@@ -73,7 +74,7 @@ def test_apply_and_delete_from_a_file(test_namespace, shared_modelapi, tmp_path)
 
 def test_schema_error_names_the_file_and_the_field(tmp_path):
     path = tmp_path / "broken.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": "x"},
+    path.write_text(yaml.safe_dump({"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": "x"},
                                     "spec": {"modelAPI": "llm", "config": {"reasoningLoopMaxSteps": 50}}}))
     result = kaos("apply", "-f", str(path))
     assert result.returncode == 1

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kaos import crds
+from kaos.api import AGENT, API_VERSION, GROUP, MCPSERVER, MODELAPI
 from kaos.reconcile import DEPLOY, cluster_endpoint_of, dependencies, plan, ref_of
 from kaos.settings import Settings
 from tests.charts import kubelet
@@ -69,7 +70,7 @@ def test_every_example_renders_through_the_reconcile_core_into_valid_objects(fol
 
 
 def agent(**spec):
-    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": "worker", "namespace": "default"},
+    return {"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": "worker", "namespace": "default"},
             "spec": {"modelAPI": "llm", **spec}}
 
 
@@ -78,16 +79,16 @@ def agent(**spec):
     (agent(config={"reasoningLoopMaxSteps": 50}),
      "Agent default/worker: spec.config.reasoningLoopMaxSteps: 50 is greater than the maximum of 20"),
     (agent(config={"reasoningLoopMaxSteps": 0}), "spec.config.reasoningLoopMaxSteps: 0 is less than the minimum of 1"),
-    ({"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"}, "spec": {"mode": "Cloud"}},
+    ({"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"}, "spec": {"mode": "Cloud"}},
      "ModelAPI default/llm: spec.mode: 'Cloud' is not one of ['Proxy', 'Hosted']"),
     (agent(config={"memory": {"enabeld": False}}), "spec.config.memory.enabeld: unknown field"),
     (agent(config={"env": [{"value": "x"}]}), "spec.config.env[0].name: required field is missing"),
     (agent(gatewayRoute={"timeout": "2 minutes"}), "spec.gatewayRoute.timeout"),
     ({**agent(), "metadata": {"name": "Worker_1"}}, "metadata.name: 'Worker_1' is not a DNS-1123 label"),
     ({**agent(), "metadata": {"name": "w" * 50}}, "is longer than 47 characters"),
-    ({**agent(), "apiVersion": "kaos.tools/v1"}, "apiVersion: 'kaos.tools/v1' is not kaos.tools/v1alpha1"),
+    ({**agent(), "apiVersion": f"{GROUP}/v1"}, f"apiVersion: '{GROUP}/v1' is not {API_VERSION}"),
     ({**agent(), "kind": "Agnet"}, "kind: unknown kind 'Agnet'"),
-    ({"apiVersion": "kaos.tools/v1alpha1", "kind": "MCPServer", "metadata": {"name": "t"}, "spec": {"params": "x"}},
+    ({"apiVersion": API_VERSION, "kind": MCPSERVER, "metadata": {"name": "t"}, "spec": {"params": "x"}},
      "spec.runtime: required field is missing"),
 ])
 def test_invalid_resources_are_rejected_with_the_field_named(resource, message):
@@ -120,7 +121,7 @@ def test_defaults_are_applied_recursively_and_the_input_is_not_changed():
 
 def test_the_seed_shape_is_accepted_exactly():
     worker = {
-        "apiVersion": "kaos.tools/v1alpha1", "kind": "Agent",
+        "apiVersion": API_VERSION, "kind": AGENT,
         "metadata": {"name": "loop-worker-del", "namespace": "kaos-e2e"},
         "spec": {
             "modelAPI": "shared-llm",
@@ -140,7 +141,7 @@ def test_the_seed_shape_is_accepted_exactly():
     result = crds.validate(worker)
     assert result["spec"]["waitForDependencies"] is False
     assert result["spec"]["config"]["env"] == worker["spec"]["config"]["env"]
-    hosted = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "shared-llm"},
+    hosted = {"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "shared-llm"},
               "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"}}}
     assert crds.validate(hosted)["spec"]["mode"] == "Hosted"
 

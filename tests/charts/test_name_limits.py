@@ -22,7 +22,7 @@ import functools
 import pytest
 
 from kaos import crds
-from kaos.api import AGENT, CHART_OF, HELM_RELEASE_NAME_MAX, KIND_OF_CHART, MCPSERVER, MODELAPI, SEGMENT_OF
+from kaos.api import AGENT, API_VERSION, CHART_OF, HELM_RELEASE_NAME_MAX, KIND_OF_CHART, MCPSERVER, MODELAPI, SEGMENT_OF
 from kaos.reconcile import DEPLOY, cluster_endpoint_of, plan, ref_of
 from kaos.settings import Settings
 from tests.charts.manifests import problems
@@ -79,7 +79,7 @@ def test_the_limit_is_the_63_character_rule_and_nothing_else(chart):
 def resource(kind: str, name: str, **spec) -> dict:
     specs = {AGENT: {"modelAPI": "llm", "model": "m"}, MODELAPI: {"mode": "Proxy", "proxyConfig": {"models": ["*"]}},
              MCPSERVER: {"runtime": "python-string", "params": BASE_VALUES["mcpserver"]["params"]}}
-    return {"apiVersion": "kaos.tools/v1alpha1", "kind": kind, "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, "namespace": "default"},
             "spec": {**specs[kind], **spec}}
 
 

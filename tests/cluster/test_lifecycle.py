@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 
+from kaos.api import AGENT, API_VERSION, FINALIZER, MODELAPI
 from tests.cluster.platform import releases, resource, wait_ready
 from tests.support.polling import wait_until
 
 MODELAPI = {
-    "apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+    "apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"},
     "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
 }
 
 
 def agent(name: str, instructions: str = "Answer briefly.", **spec) -> dict:
-    return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": name},
+    return {"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": name},
             "spec": {"modelAPI": "llm", "model": "gpt-4o-mini", "config": {"instructions": instructions}, **spec}}
 
 
@@ -52,7 +53,7 @@ def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, na
     # kopf adds the finalizer and the status in separate writes: wait for both.
     waiting = wait_until(waiting_with_finalizer, 30, interval=0.1, what="Waiting with the finalizer")
     assert "ModelAPI llm (not found)" in waiting["status"]["message"]
-    assert "kaos.tools/finalizer" in waiting["metadata"]["finalizers"]
+    assert FINALIZER in waiting["metadata"]["finalizers"]
     assert "agent-early" not in releases(cluster, namespace)
 
     apply(cluster, namespace, MODELAPI)
@@ -68,7 +69,7 @@ def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, na
 def test_deleting_runs_the_finalizer_and_uninstalls_the_release(cluster, operator, namespace):
     apply(cluster, namespace, MODELAPI, agent("doomed"))
     ready = wait_ready(cluster, "Agent", "doomed", namespace)
-    assert "kaos.tools/finalizer" in ready["metadata"]["finalizers"]
+    assert FINALIZER in ready["metadata"]["finalizers"]
     cluster.kubectl("delete", "agent", "doomed", "-n", namespace, "--wait=false")
     wait_until(lambda: resource(cluster, "Agent", "doomed", namespace) is None, 30, interval=0.1, what="agent gone")
     assert "agent-doomed" not in releases(cluster, namespace)

@@ -9,6 +9,7 @@ import aiohttp.web
 import httpx
 import pytest
 
+from kaos.api import API_VERSION, MODELAPI, PLURALS
 from kaos.console import Console, Health, LocalCatalog
 from kaos.console.__main__ import main as console_main
 from kaos.console.__main__ import parser
@@ -17,7 +18,7 @@ from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy, parse_route
 
 
 def resource(kind, name, namespace="default", **status):
-    return {"apiVersion": "kaos.tools/v1alpha1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, "namespace": namespace},
             "spec": {}, "status": status}
 
 
@@ -134,7 +135,7 @@ class FakeApiServer:
                                              status=403)
         parts = request.path.strip("/").split("/")  # apis/kaos.tools/v1alpha1[/namespaces/<ns>]/<plural>
         plural, namespace = parts[-1], parts[4] if len(parts) == 6 else None
-        kind = {"agents": "Agent", "modelapis": "ModelAPI", "mcpservers": "MCPServer"}[plural]
+        kind = next(kind for kind, its_plural in PLURALS.items() if its_plural == plural)
         items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in self.objects
                  if o["kind"] == kind and namespace in (None, o["metadata"]["namespace"])]
         return aiohttp.web.json_response({"kind": f"{kind}List", "items": items})
@@ -169,9 +170,8 @@ async def test_the_kubernetes_catalog_lists_with_the_service_account_token(serve
     try:
         items = await catalog.resources()
         assert sorted((i["kind"], i["metadata"]["name"]) for i in items) == [("Agent", "a"), ("Agent", "x"), ("ModelAPI", "m")]
-        assert all(i["apiVersion"] == "kaos.tools/v1alpha1" for i in items), "list items get their kind back"
-        assert sorted(api.paths) == ["/apis/kaos.tools/v1alpha1/agents", "/apis/kaos.tools/v1alpha1/mcpservers",
-                                     "/apis/kaos.tools/v1alpha1/modelapis"]
+        assert all(i["apiVersion"] == API_VERSION for i in items), "list items get their kind back"
+        assert sorted(api.paths) == sorted(f"/apis/{API_VERSION}/{plural}" for plural in PLURALS.values())
         namespaced = KubernetesCatalog(url, token_file=token, namespaces=("team",))
         assert {i["metadata"]["namespace"] for i in await namespaced.resources()} == {"team"}
         await namespaced.aclose()
@@ -257,7 +257,7 @@ def test_in_cluster_configuration(monkeypatch):
     catalog = KubernetesCatalog.in_cluster(("team",))
     assert catalog.server == "https://[fd00::1]:6443"
     assert str(catalog.token_file) == "/var/run/secrets/kubernetes.io/serviceaccount/token"
-    assert catalog.paths()[0] == ("ModelAPI", "/apis/kaos.tools/v1alpha1/namespaces/team/modelapis")
+    assert catalog.paths()[0] == (MODELAPI, f"/apis/{API_VERSION}/namespaces/team/{PLURALS[MODELAPI]}")
 
 
 async def test_the_cluster_console_passes_the_users_token_to_the_workload(serve):

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kaos.api import AGENT, API_VERSION, MODELAPI
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane
 from kaos.local.llamacpp import SERVER_MODULE_FILE, installed_file
 from kaos.local.ports import free_port
@@ -25,7 +26,6 @@ from kaos.reconcile.hosted import PACKAGED_MODELS
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-API_VERSION = "kaos.tools/v1alpha1"
 MODEL = "smollm2:135m"
 HOSTED = "smollm2"
 
@@ -85,7 +85,7 @@ class Plane:
 
 def agent(name: str, modelapi: str = HOSTED, model: str = MODEL, access=(), mock_responses=None, **config) -> dict:
     env = [{"name": "DEBUG_MOCK_RESPONSES", "value": json.dumps(mock_responses)}] if mock_responses else []
-    return {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": name},
+    return {"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": name},
             "spec": {"modelAPI": modelapi, "model": model, "agentNetwork": {"access": list(access)},
                      "config": {"description": f"real-model agent {name}",
                                 "instructions": "You are a helpful assistant. Answer in two sentences.",
@@ -97,7 +97,7 @@ def plane():
     require_installed()
     plane = Plane()
     # The upstream shape: no engine named, no Ollama needed.
-    plane.apply({"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": HOSTED},
+    plane.apply({"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": HOSTED},
                  "spec": {"mode": "Hosted", "hostedConfig": {"model": MODEL}}})
     plane.ready("ModelAPI", HOSTED, timeout=120)
     yield plane

@@ -12,6 +12,8 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from kaos.api import API_VERSION, MODELAPI
+
 from .conftest import HOSTED, MODEL, agent, chat, events
 
 PROMPT = "Write three sentences about the sea."
@@ -132,7 +134,7 @@ def test_the_openai_client_streams_from_the_real_model(solo):
 
 def test_a_proxy_modelapi_chains_to_the_hosted_one(plane):
     hosted_endpoint = plane.resource("ModelAPI", HOSTED)["status"]["endpoint"]
-    plane.apply({"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "chain"},
+    plane.apply({"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "chain"},
                  "spec": {"mode": "Proxy", "proxyConfig": {
                      "models": [MODEL], "provider": "openai", "apiBase": hosted_endpoint + "/v1",
                      "apiKey": {"value": "not-needed"}}}})

@@ -3,6 +3,7 @@
 import pytest
 
 from kaos import crds
+from kaos.api import API_VERSION, MODELAPI
 from kaos.reconcile import Ref, cluster_endpoint_of, plan
 from kaos.reconcile.hosted import PACKAGED_MODELS, engine, gguf
 from kaos.settings import Settings
@@ -55,7 +56,7 @@ def test_a_llamacpp_modelapi_without_a_usable_gguf_is_failed(config, message):
 
 
 def test_the_crd_accepts_the_hosted_and_tool_calling_fields():
-    resource = {"apiVersion": "kaos.tools/v1alpha1", "kind": "ModelAPI", "metadata": {"name": "llm"},
+    resource = {"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"},
                 "spec": {"mode": "Hosted", "toolCalling": "native",
                          "hostedConfig": {"model": "m", "engine": "llamacpp", "gguf": {"url": "https://h/m.gguf"}}}}
     assert crds.validate(resource)["spec"]["hostedConfig"]["engine"] == "llamacpp"
