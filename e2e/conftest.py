@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ if str(ROOT) not in sys.path:
 from kaos.api import API_VERSION, CHART_OF, KIND_OF_CHART, SEGMENT_OF  # noqa: E402
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
+from tests.support.polling import eventually  # noqa: E402
 
 SHARED_MODELAPI = "e2e-llm"
 NARROW_MODELAPI = "e2e-narrow"
@@ -331,18 +331,16 @@ async def async_wait_for_healthy(url: str, timeout: float = 60, path: str = "/he
                     pass
                 await asyncio.sleep(pause)  # upstream's retry interval, not a synchronisation
             return await client.get(url + path)
-    deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=5) as client:
-        while True:
+
+        async def answered() -> httpx.Response | None:
             try:
                 response = await client.get(url + path)
-                if response.status_code == 200:
-                    return response
             except httpx.HTTPError:
-                pass
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"{url}{path} did not answer 200 within {timeout:.0f}s")
-            await asyncio.sleep(0.2)
+                return None
+            return response if response.status_code == 200 else None
+
+        return await eventually(answered, timeout, interval=0.2, what=f"{url}{path} to answer 200")
 
 
 _KAOS_MODELAPI_ARGS = ("models", "mock_response", "api_base")

@@ -10,6 +10,7 @@ import uvicorn
 from kaos.local.gateway import Gateway
 from kaos.local.ports import free_port
 from kaos.local.routes import Backend
+from tests.support.polling import eventually
 
 
 class Upstream:
@@ -38,8 +39,7 @@ class Upstream:
 async def running(app, port):
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: server.started, 10, interval=0.01, what="the gateway's server started")
     try:
         yield
     finally:
