@@ -49,12 +49,21 @@ def _as_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
+def helm_program(settings: Settings) -> str:
+    """The helm program: ``settings.helm`` (KAOS_HELM); else the helm on PATH; else the one
+    scripts/setup keeps in a clone's ``.tools/bin``, beside the charts folder
+    (``settings.charts_dir``), so that `kaos up` in a set-up clone needs no PATH change; else
+    ``helm``, which ``Helm.client`` reports as not found."""
+    beside_the_charts = Path(settings.charts_dir).resolve().parent / ".tools" / "bin" / "helm"
+    return settings.helm or shutil.which("helm") or shutil.which(str(beside_the_charts)) or "helm"
+
+
 class Helm:
     """One pyhelm3 client and the workload charts it has loaded (loaded once, then reused)."""
 
     def __init__(self, settings: Settings):
         self.charts_dir = Path(settings.charts_dir)
-        self.executable = settings.helm or shutil.which("helm") or "helm"
+        self.executable = helm_program(settings)
         self._client: pyhelm3.Client | None = None
         self._charts: dict[str, Any] = {}
 

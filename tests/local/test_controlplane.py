@@ -13,7 +13,6 @@ import pytest
 from kaos.api import API_VERSION
 from kaos.local.controlplane import ControlPlane, validate_documents
 from kaos.local.manifests import ApplyError
-from kaos.local.server import ensure_helm_on_path
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 from tests.support.polling import eventually
@@ -50,7 +49,6 @@ async def control(tmp_path):
     program.write_text(STAND_IN)
     program.chmod(0o755)
     settings = Settings.from_env({})
-    ensure_helm_on_path(settings.charts_dir)
     plane = ControlPlane(tmp_path / "home", settings, which=lambda name: str(program))
     plane.start()
     yield plane

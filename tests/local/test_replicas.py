@@ -19,7 +19,6 @@ from kaos.local.controlplane import ControlPlane, local_which
 from kaos.local.gateway import Gateway
 from kaos.local.redis_server import MISSING
 from kaos.local.routes import Route
-from kaos.local.server import ensure_helm_on_path
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 from tests.local.test_controlplane import MODELAPI, STAND_IN, agent, info, phase
@@ -34,7 +33,6 @@ async def control(tmp_path):
     program.write_text(STAND_IN)
     program.chmod(0o755)
     settings = Settings.from_env({})
-    ensure_helm_on_path(settings.charts_dir)
     plane = ControlPlane(tmp_path / "home", settings, which=lambda name: str(program))
     plane.start()
     yield plane
@@ -108,7 +106,6 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 async def real_control(tmp_path):
     settings = Settings.from_env({})
-    ensure_helm_on_path(settings.charts_dir)
     if local_which("redis-server") is None:
         pytest.fail("redis-server is not installed: run scripts/setup (apt-get install redis-server)")
     plane = ControlPlane(tmp_path / "home", settings)

@@ -50,6 +50,25 @@ def test_the_helm_program_comes_from_kaos_helm():
     assert Helm(Settings.from_env({"KAOS_HELM": "/opt/helm/bin/helm"})).executable == "/opt/helm/bin/helm"
 
 
+def test_without_kaos_helm_the_helm_on_path_then_the_clone_s_own(tmp_path, monkeypatch):
+    """scripts/setup keeps helm in <clone>/.tools/bin, beside <clone>/charts: found without PATH."""
+    def program(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return str(path)
+
+    settings = Settings(charts_dir=tmp_path / "clone" / "charts")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert Helm(settings).executable == "helm", "none anywhere: Helm.client says it is not found"
+    in_clone = program(tmp_path / "clone" / ".tools" / "bin" / "helm")
+    assert Helm(settings).executable == in_clone
+    on_path = program(tmp_path / "bin" / "helm")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert Helm(settings).executable == on_path, "PATH comes first"
+    assert Helm(Settings(charts_dir=settings.charts_dir, helm="/opt/helm")).executable == "/opt/helm"
+
+
 async def test_install_and_uninstall_errors_come_back_from_helm(tmp_path, monkeypatch):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(

@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -32,13 +31,6 @@ from kaos.reconcile import Ref
 
 ADMIN_PREFIX = "/_kaos/"
 log = logging.getLogger("kaos.local")
-
-
-def ensure_helm_on_path(charts_dir: Path) -> None:
-    """A clone set up by scripts/setup keeps helm in .tools/bin; use it when PATH has none."""
-    tools = Path(charts_dir).resolve().parent / ".tools" / "bin"
-    if shutil.which("helm") is None and (tools / "helm").exists():
-        os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 class App:
@@ -134,7 +126,6 @@ async def serve(
 ) -> None:
     """Run the control plane until SIGINT/SIGTERM or POST /_kaos/down; stops every process it started."""
     check_port_free(port)
-    ensure_helm_on_path(settings.charts_dir)
     home.mkdir(parents=True, exist_ok=True)
     control = ControlPlane(home, settings)
     if listener is not None:
