@@ -1,10 +1,11 @@
 """The packages keep their layers: import-linter's contracts in pyproject.toml ([tool.importlinter]).
 
 - the CLI (kaos.cli) on top; the operator (kaos.operator) and the local control plane
-  (kaos.local) beside each other, never importing each other; the helm and MCP edges
-  (kaos.helm, kaos.mcp_discovery) below them; the reconcile core, CRD validation, settings,
-  backoff and API names at the bottom;
-- the bottom imports no kopf, pyhelm3, aiohttp, HTTP client, MCP SDK or server;
+  (kaos.local) beside each other, never importing each other; the helm and MCP edges and the
+  web console (kaos.helm, kaos.mcp_discovery, kaos.console) below them; the reconcile core,
+  CRD validation, settings, backoff, metrics (kaos.metrics) and API names at the bottom;
+- of the bottom, all but the metrics (the reconcile core, CRD validation, settings, backoff
+  and API names) import no kopf, pyhelm3, aiohttp, HTTP client, MCP SDK or server;
 - the runtime (kaos_runtime, the data plane) and the control side (kaos) import nothing of each other.
 
 The second test breaks each rule in a copy of the packages and checks that the linter says so.
