@@ -1,7 +1,8 @@
 """The agent's step and memory defaults are the Agent CRD's, and the runtime's agree.
 
 The CRD schema (charts/kaos/crds/agent.yaml) is where they are written for resources;
-validation applies them and the values mapping passes them on (it writes none of its own).
+validation applies them and the values mapping passes them on (it writes none of its own),
+and the agent chart renders what the values carry (its values.yaml states none).
 The runtime keeps its own copy for running it alone, from no environment at all: these
 tests keep that copy equal, through the variables the agent chart renders the values as.
 """
@@ -58,15 +59,13 @@ def test_the_runtime_reads_the_crd_default_as_the_chart_renders_it(key):
     assert settings == AgentSettings()
 
 
-def test_the_agent_charts_own_values_if_it_keeps_any_equal_the_crd_defaults():
-    """charts/agent/values.yaml is also how one agent is run with helm alone; where it states a
-    step or memory value, it is the CRD's default."""
+def test_the_agent_chart_writes_none_of_them_again():
+    """charts/agent/values.yaml states no step or memory default: an Agent's values carry the
+    CRD's, and the chart run alone leaves the variables out, so the runtime's (equal) apply."""
     values = yaml.safe_load((Settings().charts_dir / "agent" / "values.yaml").read_text())
     stated = {"reasoningLoopMaxSteps": values.get("reasoningLoopMaxSteps")}
-    stated.update({f"memory.{key}": value for key, value in (values.get("memory") or {}).items() if key in MEMORY})
-    assert {key: value for key, value in stated.items() if value is not None} == {
-        key: crd_default(key) for key, value in stated.items() if value is not None
-    }
+    stated.update({f"memory.{key}": (values.get("memory") or {}).get(key) for key in MEMORY})
+    assert stated == dict.fromkeys(stated), stated
 
 
 def test_the_memory_backend_defaults_agree():

@@ -23,7 +23,9 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- if $v.model -}}
 {{- $env = append $env (dict "name" "MODEL_NAME" "value" $v.model) -}}
 {{- end -}}
+{{- if $v.reasoningLoopMaxSteps -}}
 {{- $env = append $env (dict "name" "AGENTIC_LOOP_MAX_STEPS" "value" (toString $v.reasoningLoopMaxSteps)) -}}
+{{- end -}}
 {{- if $v.toolCalling -}}
 {{- $env = append $env (dict "name" "MODEL_TOOL_CALLING" "value" $v.toolCalling) -}}
 {{- end -}}
@@ -46,10 +48,12 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- range $v.mcpServers -}}
 {{- $env = append $env (dict "name" (printf "MCP_SERVER_%s_URL" (include "agent.envName" .name)) "value" .url) -}}
 {{- end -}}
-{{- $env = append $env (dict "name" "MEMORY_ENABLED" "value" (toString $v.memory.enabled)) -}}
-{{- $env = append $env (dict "name" "MEMORY_CONTEXT_LIMIT" "value" (toString $v.memory.contextLimit)) -}}
-{{- $env = append $env (dict "name" "MEMORY_MAX_SESSIONS" "value" (toString $v.memory.maxSessions)) -}}
-{{- $env = append $env (dict "name" "MEMORY_MAX_SESSION_EVENTS" "value" (toString $v.memory.maxSessionEvents)) -}}
+{{- range list (list "MEMORY_ENABLED" "enabled") (list "MEMORY_CONTEXT_LIMIT" "contextLimit") (list "MEMORY_MAX_SESSIONS" "maxSessions") (list "MEMORY_MAX_SESSION_EVENTS" "maxSessionEvents") -}}
+{{- $value := get $v.memory (index . 1) -}}
+{{- if not (kindIs "invalid" $value) -}}
+{{- $env = append $env (dict "name" (index . 0) "value" (toString $value)) -}}
+{{- end -}}
+{{- end -}}
 {{- $backend := $v.memory.backend | default "local" -}}
 {{- $env = append $env (dict "name" "MEMORY_BACKEND" "value" $backend) -}}
 {{- if eq $backend "redis" -}}
