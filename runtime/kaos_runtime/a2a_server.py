@@ -7,11 +7,13 @@
   URL and protocol versions; the 0.3 fields ``url`` and ``protocolVersion`` too), skills from
   the MCP tools, ``capabilities.streaming``. The older card paths stay as they are.
 - A message runs the agentic loop once: the task goes working, the answer is streamed as
-  artifact updates (when the loop streams; otherwise one artifact), then completed (or failed
-  with the error's text). A cancel cancels the run. An A2A context id is the KAOS session id,
-  so a conversation continued in one context shares the agent's memory with the OpenAI API.
-  A coordinator that delegates here by URL sends ``X-KAOS-Delegation-Depth`` as with the OpenAI
-  API, and the depth limit holds the same way (no header: depth 0).
+  artifact updates, each piece as the model produces it, closed by the whole answer as the last
+  chunk (which replaces the pieces), then completed (or failed with the error's text). A cancel
+  cancels the run. An A2A context id is the KAOS session id, so a conversation continued in one
+  context shares the agent's memory with the OpenAI API. A coordinator that delegates here by
+  URL sends ``X-KAOS-Delegation-Depth`` as with the OpenAI API, and the depth limit holds the
+  same way (no header: depth 0).
+- The cards' URLs are the request's public base URL (public_url.py: ``X-Forwarded-*``).
 
 ``mount(app, runtime)`` adds the routes; the SDK is imported only then.
 """
@@ -29,6 +31,7 @@ from .agent_loop import LoopRequest
 from .chat_request import parse_depth
 from .errors import describe
 from .peers import DEPTH_HEADER
+from .public_url import public_base_url
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -42,33 +45,32 @@ SSE_GRACE_SECONDS = 1.0  # streams still open on shutdown: below the server's SH
 
 
 class _ArtifactSink:
-    """Receives the answer's text from the loop as the model produces it; each piece becomes
-    one artifact update (appended after the first). One piece is held back so that the last
-    update carries ``last_chunk``."""
+    """Receives the answer's text from the loop as the model produces it; each piece goes out at
+    once as an artifact update (appended after the first). The end of the answer is one more
+    update, ``last_chunk``, that replaces the artifact with the whole answer as one text part: an
+    empty final chunk would stay in the task as a part of its own, and the task (what
+    ``message/send`` and ``tasks/get`` return) would hold the answer in as many parts as the
+    model sent pieces."""
 
     def __init__(self, updater, artifact_id: str) -> None:
         self.updater = updater
         self.artifact_id = artifact_id
-        self.held: str | None = None
         self.sent = False
 
     async def text(self, content: str) -> None:
-        if not content:
-            return
-        if self.held is not None:
-            await self._add(self.held, last=False)
-        self.held = content
+        if content:
+            await self._add(content, append=self.sent, last=False)
+            self.sent = True
 
     async def finish(self, content: str) -> None:
-        """The end of the answer: the held piece, or the whole answer if nothing streamed."""
-        await self._add(self.held if self.held is not None else content, last=True)
+        """The end of the answer: all of it, as the artifact's one part."""
+        await self._add(content, append=False, last=True)
 
-    async def _add(self, text: str, last: bool) -> None:
+    async def _add(self, text: str, append: bool, last: bool) -> None:
         from a2a.helpers.proto_helpers import new_text_part
 
         await self.updater.add_artifact([new_text_part(text)], artifact_id=self.artifact_id, name="answer",
-                                        append=self.sent, last_chunk=last)
-        self.sent = True
+                                        append=append, last_chunk=last)
 
 
 def _executor(runtime):
@@ -142,6 +144,6 @@ def mount(app: "FastAPI", runtime) -> None:
 
     async def card(request: Request) -> JSONResponse:
         await runtime.tools.refresh_if_incomplete()
-        return JSONResponse(agent_card_to_dict(agent_card(runtime, str(request.base_url))))
+        return JSONResponse(agent_card_to_dict(agent_card(runtime, public_base_url(request))))
 
     app.router.add_route(CARD_PATH, card, methods=["GET"])

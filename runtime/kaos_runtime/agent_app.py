@@ -35,6 +35,7 @@ from .memory import MemoryUnavailable, create_memory, new_session_id
 from .metrics import CONTENT_TYPE, MeteredModel, MeteredPeers, MeteredTools, Metrics, RequestMetrics
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
+from .public_url import public_base_url
 from .settings import AgentSettings
 from .streaming import ChatStream, ClientGone, until_disconnected
 from .telemetry import Telemetry
@@ -182,7 +183,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
 
     async def card(request: Request) -> Response:
         await runtime.tools.refresh_if_incomplete()
-        return _json(agent_card(config, str(request.base_url).rstrip("/"), runtime.tools.skills()))
+        return _json(agent_card(config, public_base_url(request), runtime.tools.skills()))
 
     async def models(_: Request) -> Response:
         return _json({"object": "list", "data": [

@@ -13,6 +13,7 @@ KUBERNETES_VERSIONS = ("1.26.0", kubernetes_validate.latest_version())
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 DURATION = re.compile(r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+\-.^_\x60|~]+$")  # the Gateway API's HTTPHeaderName pattern
 
 
 def problems(obj: dict) -> list[str]:
@@ -59,6 +60,13 @@ def gateway_api_problems(obj: dict) -> list[str]:
                     rewrite = (f.get("urlRewrite") or {}).get("path") or {}
                     if rewrite.get("type") != "ReplacePrefixMatch" or "replacePrefixMatch" not in rewrite:
                         found.append("spec.rules.filters.urlRewrite.path needs ReplacePrefixMatch and replacePrefixMatch")
+                elif f.get("type") == "RequestHeaderModifier":
+                    modifier = f.get("requestHeaderModifier") or {}
+                    found += [f"spec.rules.filters.requestHeaderModifier.{k}: unknown field"
+                              for k in set(modifier) - {"set", "add", "remove"}]
+                    for header in (modifier.get("set") or []) + (modifier.get("add") or []):
+                        if set(header) != {"name", "value"} or not HEADER_NAME.match(str(header.get("name"))):
+                            found.append(f"spec.rules.filters.requestHeaderModifier: {header!r} is not a name and value")
                 else:
                     found.append(f"spec.rules.filters.type {f.get('type')!r} is not used by the charts")
             for backend in rule.get("backendRefs") or []:

@@ -112,8 +112,13 @@ def test_route_only_with_the_gateway_prefix_rewritten_to_root():
     assert route["spec"]["parentRefs"] == [{"name": "gw", "namespace": "infra"}]
     rule = route["spec"]["rules"][0]
     assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": f"/{NS}/agent/coordinator"}}]
-    assert rule["filters"] == [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch",
-                                                                              "replacePrefixMatch": "/"}}}]
+    # The prefix goes to the agent as X-Forwarded-Prefix (set: a client's own value is replaced), so
+    # its cards name its public URL; then the prefix is stripped.
+    assert rule["filters"] == [
+        {"type": "RequestHeaderModifier", "requestHeaderModifier": {
+            "set": [{"name": "X-Forwarded-Prefix", "value": f"/{NS}/agent/coordinator"}]}},
+        {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}},
+    ]
     assert rule["backendRefs"] == [{"name": "agent-coordinator", "port": 8000}]
     assert rule["timeouts"] == {"request": "120s"}
     no_timeout = one(agent(gateway={"enabled": True}), "HTTPRoute")["spec"]["rules"][0]

@@ -77,6 +77,7 @@ def test_route_is_called_mcp_name_and_policy_admits_the_agents_using_it():
     route = one(docs, "HTTPRoute", "mcp-tools")
     rule = route["spec"]["rules"][0]
     assert rule["matches"][0]["path"] == {"type": "PathPrefix", "value": "/team/mcp/tools"}
+    assert rule["filters"][0]["requestHeaderModifier"]["set"] == [{"name": "X-Forwarded-Prefix", "value": "/team/mcp/tools"}]
     assert rule["backendRefs"] == [{"name": "mcpserver-tools", "port": 8000}]
     policy = one(docs, "NetworkPolicy", "mcpserver-tools")
     assert policy["spec"]["ingress"][0]["from"][-1] == {"podSelector": {"matchLabels": {"kaos.tools/uses-mcp-tools": "true"}}}

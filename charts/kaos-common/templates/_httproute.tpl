@@ -1,7 +1,10 @@
 {{/*
 The workload's HTTPRoute <route>-<name> on the Gateway .Values.gateway.parentRef: the prefix
 /<namespace>/<route>/<name> is rewritten to / and sent to the Service's port; the request
-timeout is .Values.gateway.timeout when set ("0s" = none).
+timeout is .Values.gateway.timeout when set ("0s" = none). The request carries the prefix in
+X-Forwarded-Prefix (set, replacing any a client sent), so that the workload can name its public
+URL (an agent's cards); the header filter comes first, though its value does not depend on the
+path, so the order of the two filters changes nothing.
 Usage: include "kaos-common.httproute" (dict "context" $ "port" .Values.service.port)
 */}}
 {{- define "kaos-common.httproute" -}}
@@ -9,6 +12,7 @@ Usage: include "kaos-common.httproute" (dict "context" $ "port" .Values.service.
 {{- $gateway := $ctx.Values.gateway -}}
 {{- $name := include "kaos-common.names.name" $ctx -}}
 {{- $route := include "kaos-common.names.route" $ctx -}}
+{{- $prefix := printf "/%s/%s/%s" $ctx.Release.Namespace $route $name -}}
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata:
@@ -25,8 +29,13 @@ spec:
     - matches:
         - path:
             type: PathPrefix
-            value: /{{ $ctx.Release.Namespace }}/{{ $route }}/{{ $name }}
+            value: {{ $prefix }}
       filters:
+        - type: RequestHeaderModifier
+          requestHeaderModifier:
+            set:
+              - name: X-Forwarded-Prefix
+                value: {{ $prefix }}
         - type: URLRewrite
           urlRewrite:
             path:

@@ -3,6 +3,9 @@
 ``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>`` goes to the workload's loopback port
 with the prefix replaced by ``/``; bodies stream through chunk by chunk (SSE included). A
 client that goes away closes the upstream connection too, so the workload stops the work.
+The workload learns the address its client used from ``X-Forwarded-Proto``, ``X-Forwarded-Host``
+and ``X-Forwarded-Prefix`` (the gateway sets them, replacing any the client sent), so that an
+agent's cards name the gateway's URL, not its loopback port.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from kaos.local.routes import Backend, Route, parse_route
+from kaos.local.routes import Backend, Route, gateway_path, parse_route
 
 HOP_BY_HOP = {
     b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
@@ -38,6 +41,15 @@ async def _disconnected(receive) -> None:
     answers only then)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def forwarded_headers(scope, route: Route) -> dict[str, str]:
+    """What the client used: its scheme, its Host (else the gateway's address) and the prefix."""
+    host = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"host"), "")
+    if not host and scope.get("server"):
+        host = "%s:%d" % tuple(scope["server"])
+    return {"X-Forwarded-Proto": scope.get("scheme") or "http", "X-Forwarded-Host": host,
+            "X-Forwarded-Prefix": gateway_path(route.namespace, route.kind, route.name)}
 
 
 async def read_body(receive) -> bytes:
@@ -107,6 +119,7 @@ class Gateway:
         headers = CIMultiDict(
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP
         )
+        headers.update(forwarded_headers(scope, route))
         query = scope.get("query_string") or b""
         url = URL.build(scheme="http", host="127.0.0.1", port=backend.port, path=route.path,
                         query_string=query.decode("latin-1"), encoded=True)
