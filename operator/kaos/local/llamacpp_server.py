@@ -8,7 +8,8 @@ sets it from the ModelAPI's spec.auth.apiKeys Secret) and leaves ``/``, ``/healt
 guards ``/v1/models``, the chart's readiness probe. So the key check here is llama-server's:
 the same variable, the same open paths, any other request without one of the keys (``Authorization:
 Bearer <key>``, or ``X-Api-Key``) answered 401 with llama-server's body. Keys are compared in
-constant time and never logged.
+constant time and never logged. On SIGTERM, requests still open (a client holding a streamed
+completion) get ``SHUTDOWN_GRACE`` seconds, then are cut, as in the runtime.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import os
 
 OPEN_PATHS = frozenset({"/", "/health", "/v1/health", "/models", "/v1/models"})
+# Seconds open requests get after SIGTERM; below the local supervisor's STOP_GRACE, which then kills.
+SHUTDOWN_GRACE = 3.0
 REFUSAL = json.dumps({"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}}).encode()
 
 
@@ -57,8 +60,14 @@ class KeyCheck:
         await send({"type": "http.response.body", "body": REFUSAL})
 
 
-def main(argv: list[str] | None = None) -> None:
+def serve(app, host: str, port: int) -> None:
+    """uvicorn, as llama-cpp-python's own __main__ runs it, with a bounded graceful shutdown."""
     import uvicorn
+
+    uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=SHUTDOWN_GRACE)
+
+
+def main(argv: list[str] | None = None) -> None:
     from llama_cpp.server.app import create_app
     from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
     from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
@@ -72,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     keys = api_keys(os.environ.pop("LLAMA_API_KEY", ""))
     if keys:
         print(f"API keys: {len(keys)} loaded; /health and /v1/models stay open", flush=True)
-    uvicorn.run(KeyCheck(app, keys), host=server.host, port=server.port)
+    serve(KeyCheck(app, keys), server.host, server.port)
 
 
 if __name__ == "__main__":
