@@ -27,7 +27,7 @@ PACKAGES = {"kaos": ROOT / "operator" / "kaos", "kaos_runtime": ROOT / "runtime"
 # One import that breaks each rule: (file in the copy, the line added to it, what the linter names).
 VIOLATIONS = [
     ("kaos/local/gateway.py", "import kaos.operator.world", "kaos.local.gateway -> kaos.operator.world"),
-    ("kaos/operator/world.py", "import kaos.local.routes", "kaos.operator.world -> kaos.local.routes"),
+    ("kaos/operator/world.py", "import kaos.local.gateway", "kaos.operator.world -> kaos.local.gateway"),
     ("kaos/local/ports.py", "import kaos.cli.display", "kaos.local.ports -> kaos.cli.display"),
     ("kaos/helm.py", "import kaos.local.state", "kaos.helm -> kaos.local.state"),
     ("kaos/api.py", "import kaos.reconcile.refs", "kaos.api -> kaos.reconcile.refs"),

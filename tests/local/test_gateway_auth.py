@@ -6,7 +6,7 @@ import httpx
 
 from kaos.local.gateway import Gateway
 from kaos.local.ports import free_port
-from kaos.local.routes import Backend
+from kaos.routes import Backend
 from tests.local.test_gateway_proxy import running
 from tests.support.guarded import CHALLENGE, guarded_handler
 

@@ -12,7 +12,7 @@ from a2a.types import Role, SendMessageRequest, TaskState
 
 from kaos.local.gateway import Gateway
 from kaos.local.ports import free_port
-from kaos.local.routes import Backend
+from kaos.routes import Backend
 from tests.local.test_gateway_proxy import running
 from tests.support.processes import spawn, wait_until_ok
 

@@ -9,7 +9,7 @@ import uvicorn
 
 from kaos.local.gateway import Gateway
 from kaos.local.ports import free_port
-from kaos.local.routes import Backend
+from kaos.routes import Backend
 from tests.support.polling import eventually
 
 

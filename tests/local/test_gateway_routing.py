@@ -2,7 +2,7 @@
 
 import pytest
 
-from kaos.local.routes import Route, gateway_path, parse_route, route_timeout
+from kaos.routes import Route, gateway_path, parse_route, route_timeout
 
 
 @pytest.mark.parametrize("path, expected", [

@@ -18,8 +18,8 @@ import pytest
 from kaos.local.controlplane import ControlPlane, local_which
 from kaos.local.gateway import Gateway
 from kaos.local.redis_server import MISSING
-from kaos.local.routes import Route
 from kaos.reconcile import Ref
+from kaos.routes import Route
 from kaos.settings import Settings
 from tests.local.test_controlplane import MODELAPI, STAND_IN, agent, info, phase
 from tests.support.polling import eventually

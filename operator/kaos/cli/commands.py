@@ -17,8 +17,8 @@ from kaos.cli import display
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
-from kaos.local.routes import gateway_path
 from kaos.local.state import read_state
+from kaos.routes import gateway_path
 
 UP_TIMEOUT = 600.0
 

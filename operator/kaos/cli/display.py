@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kaos.local.routes import gateway_path
+from kaos.routes import gateway_path
 
 KIND_COLUMN = {"Agent": "MODEL", "ModelAPI": "MODELS", "MCPServer": "RUNTIME"}
 

@@ -15,13 +15,13 @@ under ``kaos up`` the local gateway answers the workload paths and never hands t
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from importlib import resources as package_files
 from typing import Awaitable, Callable
 
+from kaos import proxy
 from kaos.console.catalog import Catalog, CatalogError, Health, sort_resources
 
 CONSOLE_PREFIX = "/_console/"
@@ -44,13 +44,11 @@ log = logging.getLogger("kaos.console")
 Proxy = Callable[[dict, Callable, Callable], Awaitable[None]]
 
 
+JSON_HEADERS = [(b"cache-control", b"no-store"), *SECURITY_HEADERS]
+
+
 async def send_json(send, status: int, payload: dict) -> None:
-    body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), *SECURITY_HEADERS,
-    ]})
-    await send({"type": "http.response.body", "body": body})
+    await proxy.send_json(send, status, payload, JSON_HEADERS)
 
 
 def static_file(name: str) -> tuple[bytes, str] | None:

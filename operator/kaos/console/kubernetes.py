@@ -14,23 +14,18 @@ import asyncio
 import os
 import ssl
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import quote
 
 import aiohttp
-from multidict import CIMultiDict
 from yarl import URL
 
-from kaos.api import API_VERSION, KIND_OF_SEGMENT, KINDS, MCPSERVER, PLURALS
-from kaos.console.app import send_json
+from kaos.api import API_VERSION, KINDS, MCPSERVER, PLURALS
+from kaos.console.app import JSON_HEADERS, send_json
 from kaos.console.catalog import Catalog, CatalogError, key_of
+from kaos.proxy import Forwarder, forwarded_headers
+from kaos.routes import DEFAULT_TIMEOUT, Route, gateway_path, parse_route
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-HOP_BY_HOP = {
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-    "transfer-encoding", "upgrade", "host",
-}
-DEFAULT_TIMEOUT = 300.0
 
 
 class KubernetesCatalog:
@@ -115,19 +110,6 @@ class KubernetesCatalog:
         return items
 
 
-class Target(NamedTuple):
-    url: URL
-    timeout: float | None
-
-
-def parse_route(path: str) -> tuple[str, str, str, str] | None:
-    """``/<ns>/<agent|modelapi|mcp>/<name>[/rest]`` -> (namespace, kind, name, rest), else None."""
-    parts = path.split("/", 4)
-    if len(parts) < 4 or parts[0] or parts[2] not in KIND_OF_SEGMENT or not parts[1] or not parts[3]:
-        return None
-    return parts[1], KIND_OF_SEGMENT[parts[2]], parts[3], "/" + parts[4] if len(parts) == 5 else "/"
-
-
 def upstream(resource: dict, rest: str) -> URL | None:
     """Where a request for ``rest`` goes: under the resource's ``status.endpoint``. An MCPServer's
     endpoint is its MCP URL itself (``<base>/mcp``, or ``spec.url``), which ``/mcp`` stands for."""
@@ -147,76 +129,39 @@ class ServiceProxy:
 
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
-        self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(auto_decompress=False)
-        return self._session
+        self.forwarder = Forwarder(error_headers=JSON_HEADERS)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self.forwarder.aclose()
 
-    async def find(self, path: str) -> tuple[int, str, Target | None]:
+    async def find(self, path: str) -> tuple[int, str, Route | None, URL | None]:
         route = parse_route(path)
         if route is None:
-            return 404, "paths are /<namespace>/<agent|modelapi|mcp>/<name>/...", None
-        namespace, kind, name, rest = route
+            return 404, "paths are /<namespace>/<agent|modelapi|mcp>/<name>/...", None, None
         try:
             items = await self.catalog.resources()
         except CatalogError as error:
-            return 502, str(error), None
-        resource = next((item for item in items if key_of(item) == (kind, namespace, name)), None)
+            return 502, str(error), route, None
+        resource = next((item for item in items if key_of(item) == (route.kind, route.namespace, route.name)), None)
         if resource is None:
-            return 404, f"no {kind} {name!r} in namespace {namespace!r}", None
-        url = upstream(resource, rest)
+            return 404, f"no {route.kind} {route.name!r} in namespace {route.namespace!r}", route, None
+        url = upstream(resource, route.path)
         if url is None:
             status = resource.get("status") or {}
             phase = status.get("phase", "Pending")
             message = status.get("message") or ""
-            return 503, f"{kind} {name} has no endpoint yet (phase {phase}){': ' + message if message else ''}", None
-        return 200, "", Target(url, DEFAULT_TIMEOUT)
+            return 503, (f"{route.kind} {route.name} has no endpoint yet (phase {phase})"
+                         f"{': ' + message if message else ''}"), route, None
+        return 200, "", route, url
 
     async def __call__(self, scope, receive, send) -> None:
-        status, detail, target = await self.find(scope["path"])
-        if target is None:
+        status, detail, route, url = await self.find(scope["path"])
+        if url is None:
             await send_json(send, status, {"error": "not found" if status == 404 else "unavailable", "detail": detail})
             return
         if scope["method"] not in ("GET", "HEAD", "POST", "DELETE"):
             await send_json(send, 405, {"error": f"{scope['method']} is not forwarded"})
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if message["type"] == "http.disconnect" or not message.get("more_body"):
-                break
-        headers = CIMultiDict((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
-                              if k.decode("latin-1").lower() not in HOP_BY_HOP)
-        query = (scope.get("query_string") or b"").decode("latin-1")
-        url = target.url.with_query(query) if query else target.url
-        try:
-            response = await self.session.request(
-                scope["method"], url, headers=headers, data=body or None, allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=target.timeout),
-            )
-        except aiohttp.ClientError as error:
-            await send_json(send, 503, {"error": "unavailable", "detail": f"{url.host} does not answer: {error}"})
-            return
-        except asyncio.TimeoutError:
-            await send_json(send, 504, {"error": "timeout", "detail": f"{url.host} did not answer in time"})
-            return
-        try:
-            await send({"type": "http.response.start", "status": response.status, "headers": [
-                (k, v) for k, v in response.raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]})
-            async for chunk in response.content.iter_any():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            await send({"type": "http.response.body", "body": b""})
-        except OSError:
-            pass  # the browser went away
-        finally:
-            response.release()
+        prefix = gateway_path(route.namespace, route.kind, route.name)
+        await self.forwarder.forward(scope, receive, send, url, DEFAULT_TIMEOUT, f"{route.kind} {route.name} ({url.host})",
+                                     forwarded_headers(scope, prefix))

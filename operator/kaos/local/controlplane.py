@@ -27,10 +27,10 @@ from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.local.ports import free_port
 from kaos.local.redis_server import LocalRedis
 from kaos.local.replicas import Replicas
-from kaos.local.routes import Backend, Route, route_timeout
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
+from kaos.routes import Backend, Route, route_timeout
 
 log = logging.getLogger("kaos.local")
 
