@@ -13,6 +13,10 @@
   context shares the agent's memory with the OpenAI API. A coordinator that delegates here by
   URL sends ``X-KAOS-Delegation-Depth`` as with the OpenAI API, and the depth limit holds the
   same way (no header: depth 0).
+- Budgets hold as on the OpenAI API and ``/mcp``: checked before the loop runs, with the
+  authenticated caller (``budget.caller_of``, passed in the call context's state), and at each
+  later model call; a spent one fails the task with the budget's message (a ``budget_exceeded``
+  event, the rejection metric, the request counted ``budget_exceeded``).
 - The cards' URLs are the request's public base URL (public_url.py: ``X-Forwarded-*``).
 
 ``mount(app, runtime)`` adds the routes; the SDK is imported only then.
@@ -28,8 +32,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from .agent_loop import LoopRequest
+from .budget import BudgetExceeded, caller_of
 from .chat_request import parse_depth
 from .errors import describe
+from .metrics import BUDGET_EXCEEDED, set_outcome
 from .peers import DEPTH_HEADER
 from .public_url import public_base_url
 
@@ -42,6 +48,8 @@ A2A_PATH = "/a2a"
 CARD_PATH = "/.well-known/agent-card.json"
 PROTOCOL_VERSIONS = ("1.0", "0.3")
 SSE_GRACE_SECONDS = 1.0  # streams still open on shutdown: below the server's SHUTDOWN_GRACE_SECONDS
+# What the executor needs of the HTTP request, put in the A2A call context's state.
+CALLER, SCOPE = "kaos.caller", "kaos.scope"
 
 
 class _ArtifactSink:
@@ -87,14 +95,23 @@ def _executor(runtime):
             updater = TaskUpdater(event_queue, context.task_id, context.context_id)
             sink = _ArtifactSink(updater, f"{context.task_id}-answer")
             await updater.start_work()
+            state = context.call_context.state
             try:
-                headers = context.call_context.state.get("headers") or {}
+                headers = state.get("headers") or {}
                 depth = parse_depth(headers.get(DEPTH_HEADER.lower()))  # a KAOS coordinator's, else 0
+                # As chat completions and /mcp: refused now if a budget is spent, counted per caller.
+                await runtime.budget.enter(context.context_id, state.get(CALLER))
                 request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
                                       session_id=context.context_id, depth=depth, continued=True)
                 with runtime.telemetry.server_span("a2a", headers, {"kaos.agent": runtime.config.name,
                                                                   "kaos.session_id": context.context_id}):
                     answer = await (runtime.agent.run(request, sink) if streams else runtime.agent.run(request))
+            except BudgetExceeded as error:  # at once or at a later model call: the task fails saying so
+                log.warning("A2A task %s refused: %s", context.task_id, error)
+                set_outcome(state.get(SCOPE), BUDGET_EXCEEDED)
+                await updater.failed(new_text_message(str(error), context_id=context.context_id,
+                                                      task_id=context.task_id))
+                return
             except Exception as error:  # the loop's own errors end the task, with the reason
                 log.warning("A2A task %s failed: %s", context.task_id, describe(error))
                 await updater.failed(new_text_message(describe(error), context_id=context.context_id,
@@ -129,6 +146,23 @@ def agent_card(runtime, base_url: str):
     )
 
 
+def _context_builder():
+    from a2a.server.routes import DefaultServerCallContextBuilder
+
+    class KaosContextBuilder(DefaultServerCallContextBuilder):
+        """The SDK's call context, plus the caller a per-caller budget counts against (the
+        authenticated principal, see budget.caller_of) and the request's ASGI scope (where a
+        refusal sets the request's metric outcome)."""
+
+        def build(self, request):
+            context = super().build(request)
+            context.state[CALLER] = caller_of(request)
+            context.state[SCOPE] = request.scope
+            return context
+
+    return KaosContextBuilder()
+
+
 def mount(app: "FastAPI", runtime) -> None:
     """Add the A2A JSON-RPC endpoint and the A2A card to the agent's app."""
     from a2a.server.request_handlers import DefaultRequestHandler
@@ -138,8 +172,8 @@ def mount(app: "FastAPI", runtime) -> None:
 
     handler = DefaultRequestHandler(agent_executor=_executor(runtime), task_store=InMemoryTaskStore(),
                                     agent_card=agent_card(runtime, "http://localhost"))
-    for route in create_jsonrpc_routes(handler, A2A_PATH, enable_v0_3_compat=True,
-                                       shutdown_grace_period=SSE_GRACE_SECONDS):
+    for route in create_jsonrpc_routes(handler, A2A_PATH, context_builder=_context_builder(),
+                                       enable_v0_3_compat=True, shutdown_grace_period=SSE_GRACE_SECONDS):
         app.router.routes.append(route)
 
     async def card(request: Request) -> JSONResponse:

@@ -32,7 +32,7 @@ from .errors import describe
 from .http import HttpClient
 from .mcp_client import ToolCatalog
 from .memory import MemoryUnavailable, create_memory, new_session_id
-from .metrics import CONTENT_TYPE, MeteredModel, MeteredPeers, MeteredTools, Metrics, RequestMetrics
+from .metrics import CONTENT_TYPE, MeteredMemory, MeteredModel, MeteredPeers, MeteredTools, Metrics, RequestMetrics
 from .model import ModelClient
 from .peers import DEPTH_HEADER, PeerDirectory
 from .public_url import public_base_url
@@ -74,13 +74,19 @@ class Runtime:
         self.telemetry = telemetry or Telemetry()
         self.http = HttpClient()
         self.memory = create_memory(config.memory, config.name)
-        self.metrics = Metrics()
-        self.model = MeteredModel(ModelClient(config), self.metrics, config.model_name)
-        self.budget = create_budget(config.budget, config.name, config.memory, self.metrics.budget_rejected, self.memory)
+        self.model = ModelClient(config)
+        self.tools = ToolCatalog(config.mcp_servers, config.tool_timeout)
+        self.peers = PeerDirectory(config.peers, self.http, config.peer_timeout, config.a2a_peers)
+        # METRICS_ENABLED=false: no Metrics, no wrapper, no middleware, no /metrics.
+        self.metrics = Metrics() if config.metrics_enabled else None
+        if self.metrics is not None:
+            self.memory = MeteredMemory(self.memory, self.metrics)
+            self.model = MeteredModel(self.model, self.metrics, config.model_name)
+            self.tools = MeteredTools(self.tools, self.metrics)
+            self.peers = MeteredPeers(self.peers, self.metrics)
+        self.budget = create_budget(config.budget, config.name, config.memory,
+                                    self.metrics.budget_rejected if self.metrics is not None else None, self.memory)
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
-        self.tools = MeteredTools(ToolCatalog(config.mcp_servers, config.tool_timeout), self.metrics)
-        self.peers = MeteredPeers(PeerDirectory(config.peers, self.http, config.peer_timeout,
-                                                  config.a2a_peers), self.metrics)
         self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
         self.ready = False
@@ -145,7 +151,8 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     app.state.runtime = runtime
     verifier = Verifier(config.auth)
     app.add_middleware(BearerAuth, verifier=verifier)  # before any work (probes exempt)
-    app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
+    if runtime.metrics is not None:
+        app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
 
     @app.exception_handler(BadRequest)
     async def bad_request(_: Request, error: BadRequest) -> Response:
@@ -230,11 +237,13 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         return _json({"agent": config.name, "sessions": sessions, "total": len(sessions)})
 
     async def metrics(_: Request) -> Response:
-        sessions = len(await runtime.memory.sessions()) if runtime.memory.enabled else 0
-        return Response(runtime.metrics.exposition(sessions), media_type=CONTENT_TYPE)
+        # Nothing here reads the memory (the active sessions are counted in process), so a
+        # scrape answers while Redis is down.
+        return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE)
 
     route("/health", health, methods=["GET"])
-    route("/metrics", metrics, methods=["GET"])
+    if runtime.metrics is not None:
+        route("/metrics", metrics, methods=["GET"])
     route("/ready", ready, methods=["GET"])
     route("/.well-known/agent", card, methods=["GET"])
     route("/.well-known/agent.json", card, methods=["GET"])

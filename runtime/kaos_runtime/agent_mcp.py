@@ -27,11 +27,12 @@ from pydantic import BaseModel, Field
 from starlette.routing import Route
 
 from .agent_loop import LoopRequest
-from .budget import caller_of
+from .budget import BudgetExceeded, caller_of
 from .chat_request import SESSION_ID_PATTERN, BadRequest, parse_depth
 from .errors import describe
 from .mcp_server import NoGetStream
 from .memory import new_session_id
+from .metrics import BUDGET_EXCEEDED, set_outcome
 from .peers import DEPTH_HEADER
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ def _server(runtime):
                 answer = await runtime.agent.run(loop_request)
         except Exception as error:  # a spent budget, memory down, ...: an MCP error result with the reason
             log.warning("MCP call of %s failed: %s", config.name, describe(error))
+            if isinstance(error, BudgetExceeded) and request is not None:
+                set_outcome(request.scope, BUDGET_EXCEEDED)  # the HTTP answer is a 200 all the same
             raise ToolError(describe(error)) from None
         return CallToolResult(content=[TextContent(type="text", text=answer.content)],
                               structured_content={"answer": answer.content, "session_id": session})

@@ -13,7 +13,8 @@ window) and every replica, and every agent that shares the Redis for the same Mo
 counts against the same numbers.
 
 ``BudgetedModel`` wraps the model client; ``Budget.enter`` names the request (session and
-caller) for the model calls it makes and refuses it at once when a window is already spent.
+caller) for the model calls it makes and refuses it at once when a window is already spent (that
+check stands for the request's first model call).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ log = logging.getLogger("kaos_runtime.budget")
 
 MINUTE, DAY = 60, 86400
 ANONYMOUS = "anonymous"
+CALLERS_KEPT = 1024  # callers whose limits (and keys) are kept ready; past it they are built again
 
 
 class BudgetExceeded(Exception):
@@ -59,15 +61,16 @@ class Limit:
     window: str  # minute | day
     seconds: int
     tokens: int
-    key: str  # the count's key without the window number
+    key: str  # the count's key without the window number (a caller limit's: with {} for the caller)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Scope:
     """The request the current model calls belong to."""
 
     session_id: str
     caller: str
+    entered: bool = False  # enter() has just checked: that check stands for the first model call
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("kaos_budget_scope", default=None)
@@ -80,8 +83,11 @@ class LocalCounts:
         self._counts: dict[str, tuple[int, int]] = {}
 
     async def used(self, keys: list[tuple[str, int]]) -> list[int]:
-        return [count if number == window else 0
-                for (key, window), (number, count) in ((k, self._counts.get(k[0], (-1, 0))) for k in keys)]
+        counts, used = self._counts, []
+        for key, window in keys:
+            number, count = counts.get(key, (-1, 0))
+            used.append(count if number == window else 0)
+        return used
 
     async def add(self, keys: list[tuple[str, int, int]], tokens: int) -> None:
         for key, window, _ in keys:
@@ -152,16 +158,37 @@ class Budget:
             Limit("caller", "day", DAY, settings.caller_tokens_per_day, f"agent:{agent}:caller:{{}}:d"),
         ) if limit.tokens]
         self.enabled = bool(self._agent_limits or self._caller_limits)
+        self._by_caller: dict[str, list[tuple[Limit, str]]] = {}
 
-    def _limits(self, caller: str) -> list[Limit]:
-        return self._agent_limits + [Limit(limit.budget, limit.window, limit.seconds, limit.tokens,
-                                           limit.key.format(caller)) for limit in self._caller_limits]
+    def _limits(self, caller: str) -> list[tuple[Limit, str]]:
+        """Each limit that applies to the caller with its count's key (built once per caller:
+        this runs two or three times per request)."""
+        limits = self._by_caller.get(caller)
+        if limits is None:
+            if len(self._by_caller) >= CALLERS_KEPT:
+                self._by_caller.clear()
+            limits = self._by_caller[caller] = ([(limit, limit.key) for limit in self._agent_limits]
+                                                + [(limit, limit.key.format(caller)) for limit in self._caller_limits])
+        return limits
 
     async def enter(self, session_id: str, caller: str | None) -> None:
         """Name the current request for its model calls; refuse it now if a window is spent."""
         if not self.enabled:
             return
-        _scope.set(Scope(session_id, caller or ANONYMOUS))
+        scope = Scope(session_id, caller or ANONYMOUS)
+        _scope.set(scope)
+        await self.check()
+        scope.entered = True
+
+    async def before_call(self) -> None:
+        """Before a model call: ``check``, but for the request's first call, which ``enter`` has
+        just checked (one check per call, and one Redis read fewer per request)."""
+        if not self.enabled:
+            return
+        scope = _scope.get()
+        if scope is not None and scope.entered:
+            scope.entered = False
+            return
         await self.check()
 
     async def check(self) -> None:
@@ -170,8 +197,8 @@ class Budget:
         scope = _scope.get() or Scope("", ANONYMOUS)
         now = self.clock()
         limits = self._limits(scope.caller)
-        used = await self.counts.used([(limit.key, int(now // limit.seconds)) for limit in limits])
-        for limit, count in zip(limits, used):
+        used = await self.counts.used([(key, int(now // limit.seconds)) for limit, key in limits])
+        for (limit, _), count in zip(limits, used):
             if count >= limit.tokens:
                 retry = max(1, math.ceil(limit.seconds - now % limit.seconds))
                 exceeded = BudgetExceeded(limit.budget, limit.window, limit.tokens, count, retry)
@@ -188,8 +215,8 @@ class Budget:
         scope = _scope.get() or Scope("", ANONYMOUS)
         now = self.clock()
         try:
-            await self.counts.add([(limit.key, int(now // limit.seconds), limit.seconds)
-                                   for limit in self._limits(scope.caller)], tokens)
+            await self.counts.add([(key, int(now // limit.seconds), limit.seconds)
+                                   for limit, key in self._limits(scope.caller)], tokens)
         except Exception as error:  # a count that cannot be written must not fail the answer
             log.warning("cannot count %d tokens against the budget: %s", tokens, error)
 
@@ -208,13 +235,13 @@ class BudgetedModel:
         return getattr(self._inner, name)
 
     async def complete(self, *args, **kwargs):
-        await self._budget.check()
+        await self._budget.before_call()
         reply = await self._inner.complete(*args, **kwargs)
         await self._budget.spend(reply.usage)
         return reply
 
     async def stream(self, *args, **kwargs):
-        await self._budget.check()
+        await self._budget.before_call()
         usage = None
         try:
             async with aclosing(self._inner.stream(*args, **kwargs)) as deltas:

@@ -249,6 +249,8 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
     """The document for an agent with these settings; with ``auth`` every path outside ``exempt``
     declares the bearer scheme and its 401."""
     paths = _operations(config)
+    if not config.metrics_enabled:  # METRICS_ENABLED=false: no /metrics
+        del paths["/metrics"]
     document: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,
         "info": {

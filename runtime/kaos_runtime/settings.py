@@ -252,6 +252,8 @@ class AgentSettings(_Settings):
     tool_calling: ToolCallingMode = Field("auto", validation_alias="MODEL_TOOL_CALLING")
     peer_timeout: float = Field(120.0, ge=0, validation_alias="PEER_TIMEOUT_SECONDS")
     tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
+    # Prometheus metrics at /metrics; false: /metrics answers 404 and nothing is counted.
+    metrics_enabled: Flag = Field(True, validation_alias="METRICS_ENABLED")
 
     @property
     def preload(self) -> bool:

@@ -16,7 +16,9 @@ Two parts:
   per piece, listens for the client going away meanwhile (and then cancels the loop, so the
   model stream, tool calls and delegations it started stop), and ends with the
   ``finish_reason`` chunk, the ``usage`` chunk when the client asked for it
-  (``stream_options.include_usage``), and ``data: [DONE]``.
+  (``stream_options.include_usage``), and ``data: [DONE]``. A spent budget or an unreachable
+  memory met once the 200 is sent is one OpenAI-style error frame before that end (and the
+  request's metric outcome is what the status would have said: ``budget_exceeded``, ``error``).
 
 ``until_disconnected`` gives a non-streaming request the same: when its client (a user, or a
 coordinator that delegated to this agent and was itself cancelled) goes away, the work stops.
@@ -31,8 +33,10 @@ import re
 import time
 from typing import Awaitable, Callable, Protocol
 
+from .budget import BudgetExceeded
 from .errors import describe
 from .memory import MemoryUnavailable
+from .metrics import BUDGET_EXCEEDED, ERROR, set_outcome
 from .model import Delta, ModelReply, no_usage
 from .openai_format import completion_id
 from .tool_calling import CallAssembler
@@ -213,7 +217,7 @@ class ChatStream:
         headers += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         sink = SseSink(send, self.model)
-        work = asyncio.ensure_future(self._work(sink))
+        work = asyncio.ensure_future(self._work(sink, scope))
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
@@ -225,14 +229,20 @@ class ChatStream:
         if not work.cancelled() and work.exception() is not None:
             log.debug("client gone mid-stream: %s", describe(work.exception()))  # nobody is listening any more
 
-    async def _work(self, sink: SseSink) -> None:
+    async def _work(self, sink: SseSink, scope: dict) -> None:
         await sink.write(sink.chunk({"role": "assistant", "content": ""}))
         try:
             usage = (await self.run(sink)).usage
         except (ClientGone, asyncio.CancelledError):
             raise
+        except BudgetExceeded as error:  # the 429 of a plain request, met at a later model call
+            log.warning("streamed request stopped: %s", error)
+            set_outcome(scope, BUDGET_EXCEEDED)
+            await sink.write(_frame(error.body()))
+            usage = no_usage()
         except MemoryUnavailable as error:  # the 503 of a plain request, once the stream has begun
             log.warning("streamed request stopped: %s", error)
+            set_outcome(scope, ERROR)
             await sink.write(_frame({"error": {"message": f"{error}; try again shortly", "type": "service_unavailable",
                                                "code": 503}}))
             usage = no_usage()

@@ -1,10 +1,13 @@
 """Token budgets on real agent processes: over the limit (429, Retry-After, an OpenAI-style
-error, a budget_exceeded event, a metric), stopped mid-loop at the next model call, per
-caller, back under when the window turns, and shared through Redis between processes.
+error, a budget_exceeded event, a metric), stopped mid-loop at the next model call (a stream
+too: one error frame, then [DONE]), per caller, on A2A by the authenticated caller, back under
+when the window turns, and shared through Redis between processes.
 
 The mock model reports 2 tokens (1 prompt + 1 completion) per plain reply."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import openai
@@ -33,11 +36,20 @@ def assert_refused(response: httpx.Response, budget: str, window: str, limit: in
     return error
 
 
-def rejections(agent, budget: str) -> float:
+def sample(agent, prefix: str) -> float:
+    """The value of the /metrics sample whose line starts with ``prefix`` (0 if absent)."""
     for line in httpx.get(agent.url + "/metrics").text.splitlines():
-        if line.startswith(f'kaos_agent_budget_rejections_total{{budget="{budget}"}}'):
+        if line.startswith(prefix + " "):
             return float(line.split()[-1])
     return 0.0
+
+
+def rejections(agent, budget: str) -> float:
+    return sample(agent, f'kaos_agent_budget_rejections_total{{budget="{budget}"}}')
+
+
+def requests_counted(agent, endpoint: str, outcome: str) -> float:
+    return sample(agent, f'kaos_agent_requests_total{{endpoint="{endpoint}",outcome="{outcome}"}}')
 
 
 def test_over_the_daily_budget_is_refused_before_the_model_is_called(start, mock_model):
@@ -70,6 +82,66 @@ def test_a_request_in_its_loop_stops_at_the_next_model_call(start, mock_model):
     assert len(mock_model.requests()) == 1
     types = [event["event_type"] for event in events(agent, session_id="loop")["events"]]
     assert types == ["user_message", "delegation_error", "budget_exceeded"]
+
+
+def test_a_stream_that_runs_over_its_budget_ends_with_the_429_as_an_error_frame(start, mock_model):
+    agent = start("agent", "budget-stream", agent_env("budget-stream", mock_model, BUDGET_TOKENS_PER_DAY=2))
+    # As above, streamed: the 200 and the role chunk are sent when the second model call is refused.
+    mock_model.script(delegate_block("nobody", "anything"), "never sent")
+    body = {"messages": [{"role": "user", "content": "delegate please"}], "stream": True, "session_id": "streamed"}
+    with httpx.stream("POST", agent.url + "/v1/chat/completions", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        frames = [line.removeprefix("data: ") for line in response.iter_lines() if line]
+    assert frames[-1] == "[DONE]"
+    chunks = [json.loads(frame) for frame in frames[:-1]]
+    errors = [chunk["error"] for chunk in chunks if "error" in chunk]
+    assert len(errors) == 1, frames
+    # The body of the 429 a plain request gets, as the one error frame.
+    assert errors[0]["type"] == "budget_exceeded" and errors[0]["code"] == "budget_exceeded"
+    assert errors[0]["message"].startswith("token budget exceeded: agent allows 2 tokens per day")
+    assert "internal error" not in json.dumps(chunks)
+    assert len(mock_model.requests()) == 1
+    types = [event["event_type"] for event in events(agent, session_id="streamed")["events"]]
+    assert types == ["user_message", "delegation_error", "budget_exceeded"]
+    assert rejections(agent, "agent") == 1
+    assert requests_counted(agent, "/v1/chat/completions", "budget_exceeded") == 1
+    assert requests_counted(agent, "/v1/chat/completions", "ok") == 0
+    log = agent.log()
+    assert "streamed request stopped: token budget exceeded" in log and "Traceback" not in log
+
+
+def a2a_send(agent, text: str, context_id: str, key: str) -> dict:
+    """message/send (A2A 0.3) with an API key: the task it answers with."""
+    message = {"kind": "message", "role": "user", "messageId": f"{context_id}-{text}", "contextId": context_id,
+               "parts": [{"kind": "text", "text": text}]}
+    response = httpx.post(agent.url + "/a2a", timeout=60, headers={"Authorization": f"Bearer {key}"},
+                          json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_a2a_checks_the_budget_of_the_authenticated_caller(start, mock_model):
+    agent = start("agent", "budget-a2a", agent_env("budget-a2a", mock_model, AUTH_API_KEYS="key-one,key-two",
+                                                   BUDGET_CALLER_TOKENS_PER_DAY=2))
+    one, two = {"Authorization": "Bearer key-one"}, {"Authorization": "Bearer key-two"}
+    assert chat(agent, "spend key one", headers=one).status_code == 200  # key:1 has spent its 2 tokens
+    calls = len(mock_model.requests())
+    refused = a2a_send(agent, "over", "a2a-over", "key-one")  # the same caller over A2A: refused, not anonymous
+    assert refused["status"]["state"] == "failed", refused
+    reason = refused["status"]["message"]["parts"][0]["text"]
+    assert reason.startswith("token budget exceeded: caller allows 2 tokens per day and 2 were used"), reason
+    assert len(mock_model.requests()) == calls  # checked before the loop: the model saw nothing
+    event = httpx.get(agent.url + "/memory/events", headers=one, timeout=10,
+                      params={"session_id": "a2a-over", "event_type": "budget_exceeded"}).json()["events"][0]
+    assert event["metadata"]["budget"] == "caller" and event["metadata"]["used"] == 2
+    # Another key has a budget of its own, and what it spends over A2A counts against it.
+    done = a2a_send(agent, "fine", "a2a-fine", "key-two")
+    assert done["status"]["state"] == "completed" and done["artifacts"][0]["parts"][0]["text"] == "echo: fine"
+    assert_refused(chat(agent, "key two again", headers=two), "caller", "day", 2, 86400)
+    assert rejections(agent, "caller") == 2
+    assert requests_counted(agent, "/a2a", "budget_exceeded") == 1 and requests_counted(agent, "/a2a", "ok") == 1
+    log = agent.log()
+    assert "refused: token budget exceeded" in log and "Traceback" not in log and "key-one" not in log
 
 
 def test_each_caller_has_its_own_budget(start, mock_model):

@@ -1,5 +1,7 @@
 """GET /metrics after real traffic: a coordinator with an MCP tool server and a worker peer,
-scraped and parsed with prometheus_client's own parser."""
+scraped and parsed with prometheus_client's own parser; A2A and /mcp requests counted by
+endpoint; the active sessions counted in process (a scrape answers while Redis is down); and
+METRICS_ENABLED=false."""
 
 from __future__ import annotations
 
@@ -7,13 +9,22 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kaos_runtime.metrics import Metrics, outcome_of
+from kaos_runtime.agent_app import create_app
+from kaos_runtime.metrics import ActiveSessions, Metrics, outcome_of
+from kaos_runtime.settings import AgentSettings
+from tests.support.redis_server import RedisServer
 
 from .conftest import agent_env, chat
 from .test_delegation import card_url, delegate_block
 from .test_tools_and_limits import TOOLS, tool_block
 
 MODEL = "ollama/smollm2:135m"
+CHAT = "/v1/chat/completions"
+
+
+def work(endpoint: str, outcome: str) -> tuple:
+    """The key of kaos_agent_requests_total{endpoint, outcome} in a scrape."""
+    return ("kaos_agent_requests_total", (("endpoint", endpoint), ("outcome", outcome)))
 
 
 def scrape(agent) -> dict[tuple, float]:
@@ -45,7 +56,7 @@ def test_metrics_after_real_traffic(network, mock_model):
     coordinator, worker = network
     mock_model.reset()
     before = scrape(coordinator)
-    assert ("kaos_agent_requests_total", (("outcome", "ok"),)) not in before  # nothing yet
+    assert work(CHAT, "ok") not in before  # nothing yet
 
     # A tool call, a delegation (the worker's model call comes third), a tool that fails, an answer.
     mock_model.script(tool_block("shout", '{"message": "hi"}'),
@@ -69,11 +80,11 @@ def test_metrics_after_real_traffic(network, mock_model):
     httpx.get(coordinator.url + "/health")  # probes are not work requests
 
     samples = scrape(coordinator)
-    assert samples[("kaos_agent_requests_total", (("outcome", "ok"),))] == 3
-    assert samples[("kaos_agent_requests_total", (("outcome", "bad_request"),))] == 1
-    assert samples[("kaos_agent_request_duration_seconds_count", (("outcome", "ok"),))] == 3
+    assert samples[work(CHAT, "ok")] == 3
+    assert samples[work(CHAT, "bad_request")] == 1
+    assert samples[("kaos_agent_request_duration_seconds_count", (("endpoint", CHAT), ("outcome", "ok")))] == 3
     assert samples[("kaos_agent_requests_in_flight", ())] == 0
-    assert samples[("kaos_agent_active_sessions", ())] == 3  # the bad request started none
+    assert samples[("kaos_agent_active_sessions", ())] == 3  # worked on in the last 5 minutes; the bad request none
     chat_model = (("gen_ai_operation_name", "chat"), ("gen_ai_request_model", MODEL))
     assert samples[("kaos_agent_model_calls_total", chat_model + (("outcome", "ok"),))] == 6
     assert samples[("kaos_agent_model_calls_total", chat_model + (("outcome", "error"),))] == 1
@@ -92,7 +103,7 @@ def test_metrics_after_real_traffic(network, mock_model):
                     (("outcome", "ok"), ("peer", "metrics-worker")))] == 1
 
     worker_samples = scrape(worker)
-    assert worker_samples[("kaos_agent_requests_total", (("outcome", "ok"),))] == 1
+    assert worker_samples[work(CHAT, "ok")] == 1
     assert worker_samples[("kaos_agent_model_calls_total", chat_model + (("outcome", "ok"),))] == 1
 
 
@@ -102,8 +113,8 @@ def test_metric_names_follow_prometheus_conventions():
     metrics.tool_call("t", "ok", 0.01)
     metrics.delegation("p", "ok", 0.01)
     metrics.budget_rejected("agent")
-    metrics.request("ok", 0.01)
-    families = {family.name: family for family in text_string_to_metric_families(metrics.exposition(0).decode())}
+    metrics.request(CHAT, "ok", 0.01)
+    families = {family.name: family for family in text_string_to_metric_families(metrics.exposition().decode())}
     for family in families.values():
         assert family.name.startswith(("kaos_agent_", "gen_ai_client_")), family.name
         assert family.documentation, family.name
@@ -119,3 +130,93 @@ def test_metric_names_follow_prometheus_conventions():
                                                  (401, "unauthorized"), (429, "budget_exceeded"), (500, "error")])
 def test_outcome_of_status(status, outcome):
     assert outcome_of(status) == outcome
+
+
+def mcp_call(agent, message: str) -> dict:
+    """One JSON-RPC POST to the agent's /mcp (stateless: no initialize needed): the tool's result."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ask_metrics-endpoints", "arguments": {"message": message}}}
+    response = httpx.post(agent.url + "/mcp", json=body, timeout=30,
+                          headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def a2a_send(agent, text: str) -> dict:
+    message = {"kind": "message", "role": "user", "messageId": text, "parts": [{"kind": "text", "text": text}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    return httpx.post(agent.url + "/a2a", json=body, timeout=30).json()["result"]
+
+
+def test_a2a_and_mcp_requests_are_work_requests(start, mock_model):
+    agent = start("agent", "metrics-endpoints", agent_env("metrics-endpoints", mock_model, BUDGET_TOKENS_PER_DAY=4))
+    assert a2a_send(agent, "over a2a")["status"]["state"] == "completed"  # 2 tokens
+    assert not mcp_call(agent, "over mcp")["isError"]  # 2 more: the budget is spent
+    refused = mcp_call(agent, "refused over mcp")
+    assert refused["isError"] and "token budget exceeded" in refused["content"][0]["text"]
+    assert a2a_send(agent, "refused over a2a")["status"]["state"] == "failed"
+    assert httpx.get(agent.url + "/mcp", timeout=10).status_code == 406
+    samples = scrape(agent)
+    assert samples[work("/a2a", "ok")] == 1 and samples[work("/a2a", "budget_exceeded")] == 1
+    assert samples[work("/mcp", "ok")] == 1 and samples[work("/mcp", "budget_exceeded")] == 1
+    assert samples[work("/mcp", "bad_request")] == 1
+    assert not any(name == "kaos_agent_requests_total" and dict(labels)["endpoint"] == CHAT
+                   for name, labels in samples)
+    endpoints = {dict(labels)["endpoint"] for name, labels in samples if name == "kaos_agent_requests_total"}
+    assert endpoints == {"/a2a", "/mcp"}  # the probes, cards and /metrics are not work
+    assert samples[("kaos_agent_budget_rejections_total", (("budget", "agent"),))] == 2
+    assert samples[("kaos_agent_active_sessions", ())] == 4  # each request its own session, refused ones too
+
+
+def test_a_scrape_answers_while_redis_is_down(start, mock_model, tmp_path):
+    """The active sessions are counted in process: /metrics reads no memory, so it answers (with
+    every metric) while Redis is down, without a line in the log per scrape."""
+    server = RedisServer(tmp_path / "redis").start()
+    agent = start("agent", "metrics-redis", agent_env("metrics-redis", mock_model, MEMORY_BACKEND="redis",
+                                                      REDIS_URL=server.url, MEMORY_KEY_PREFIX="test:metrics-redis",
+                                                      MEMORY_REDIS_TIMEOUT_SECONDS=1))
+    try:
+        assert chat(agent, "one").status_code == 200 and chat(agent, "two").status_code == 200
+        server.stop()
+        assert chat(agent, "while down").status_code == 503
+        logged = len(agent.log())
+        for _ in range(3):
+            samples = scrape(agent)
+        assert samples[("kaos_agent_active_sessions", ())] == 3  # worked on, stored or not
+        assert samples[work(CHAT, "ok")] == 2 and samples[work(CHAT, "error")] == 1
+        assert len(agent.log()) == logged  # nothing logged per scrape
+        assert "Traceback" not in agent.log()
+    finally:
+        server.stop()
+
+
+def test_active_sessions_are_those_touched_within_the_window():
+    now = [1000.0]
+    active = ActiveSessions(window=300, most=3, clock=lambda: now[0])
+    active.touch("a")
+    now[0] += 200
+    active.touch("b")
+    active.touch("a")  # touched again: active for another 300 s
+    assert active.count() == 2
+    now[0] += 250  # b touched 250 s ago, a too
+    active.touch("c")
+    assert active.count() == 3
+    now[0] += 60  # a and b 310 s ago
+    assert active.count() == 1
+    for name in "defg":
+        active.touch(name)
+    assert active.count() == 3  # bounded: the least recently touched are dropped
+
+
+def test_metrics_can_be_turned_off(start, mock_model):
+    agent = start("agent", "metrics-off", agent_env("metrics-off", mock_model, METRICS_ENABLED="false"))
+    assert chat(agent, "hello").status_code == 200
+    assert httpx.get(agent.url + "/metrics", timeout=10).status_code == 404
+    assert "/metrics" not in httpx.get(agent.url + "/openapi.json", timeout=10).json()["paths"]
+    # Nothing of the metrics is installed: no middleware, no wrapper around the collaborators.
+    runtime_of = create_app(AgentSettings.from_env({"METRICS_ENABLED": "false"}))
+    runtime = runtime_of.state.runtime
+    assert runtime.metrics is None and runtime.budget.on_reject is None
+    assert all(middleware.cls.__module__ != "kaos_runtime.metrics" for middleware in runtime_of.user_middleware)
+    wrapped = (runtime.memory, runtime.model._inner, runtime.tools, runtime.peers._inner)
+    assert not any(type(part).__module__ == "kaos_runtime.metrics" for part in wrapped)
