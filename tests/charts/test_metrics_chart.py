@@ -49,6 +49,20 @@ def test_service_monitor_needs_the_value_and_the_crd():
     assert found["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s"}]
 
 
+def env_of(docs: list[dict]) -> dict:
+    container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return {item["name"]: item.get("value") for item in container["env"]}
+
+
+def test_metrics_off_turns_off_the_endpoint_the_annotations_and_the_service_monitor():
+    assert "METRICS_ENABLED" not in env_of(render("agent", BASE))  # on: the runtime's default
+    off = {"metrics": {"enabled": False, "serviceMonitor": {"enabled": True}}}
+    docs = agent_with_api_versions(off, SERVICE_MONITOR_API)
+    assert env_of(docs)["METRICS_ENABLED"] == "false"
+    assert pod_annotations(docs) == {}
+    assert not [d for d in docs if d["kind"] == "ServiceMonitor"]
+
+
 def test_operator_metrics_port_and_platform_service_monitor_setting():
     docs = render("kaos", {"metrics": {"serviceMonitor": {"enabled": True}}})
     settings = one(docs, "ConfigMap")["data"]

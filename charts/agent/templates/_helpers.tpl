@@ -68,6 +68,9 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MEMORY_TTL_SECONDS" "value" (toString $v.memory.ttlSeconds)) -}}
 {{- end -}}
 {{- end -}}
+{{- if eq $v.metrics.enabled false -}}
+{{- $env = append $env (dict "name" "METRICS_ENABLED" "value" "false") -}}
+{{- end -}}
 {{- with $v.budget -}}
 {{- $limits := list (list "BUDGET_TOKENS_PER_MINUTE" .tokensPerMinute) (list "BUDGET_TOKENS_PER_DAY" .tokensPerDay) -}}
 {{- $caller := .perCaller | default dict -}}
