@@ -80,7 +80,7 @@ class StepGate:
         self.sink = sink
         self.state = self.UNDECIDED
         self._parts: list[str] = []
-        self._sent = 0  # characters of the reply's text passed to the sink
+        self._held = ""  # the reply's text not passed to the sink (yet)
         self._calls = CallAssembler()
         self._usage: dict[str, int] | None = None
 
@@ -93,10 +93,11 @@ class StepGate:
         if not delta.content:
             return
         self._parts.append(delta.content)
+        self._held += delta.content
         if self.state == self.ANSWER:
             await self._pass_on()
         elif self.state == self.UNDECIDED:
-            held = "".join(self._parts)
+            held = self._held
             if BLOCK_OPENER.search(held):
                 self.state = self.ACTION
             elif held.strip() and not could_open_block(held.lstrip()):
@@ -104,9 +105,8 @@ class StepGate:
                 await self._pass_on()
 
     async def _pass_on(self) -> None:
-        """Send what is not sent yet, but for a tail that may still open a block."""
-        text = "".join(self._parts)
-        pending = text[self._sent:]
+        """Send what is held, but for a tail that may still open a block."""
+        pending = self._held
         opener = BLOCK_OPENER.search(pending)
         if opener is not None:
             self.state = self.ACTION
@@ -114,13 +114,12 @@ class StepGate:
         else:
             upto = next((at for at in _fences(pending) if could_open_block(pending[at:])), len(pending))
         if upto:
+            self._held = pending[upto:]
             await self.sink.text(pending[:upto])
-            self._sent += upto
 
     async def release(self) -> None:
         """The reply is the final answer: send whatever of it was held."""
-        rest = "".join(self._parts)[self._sent:]
-        self._sent += len(rest)
+        rest, self._held = self._held, ""
         await self.sink.text(rest)
 
     def reply(self) -> ModelReply:
