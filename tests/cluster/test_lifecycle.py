@@ -26,10 +26,6 @@ def apply(cluster, namespace: str, *objects: dict) -> None:
                     input="\n---\n".join(json.dumps(o) for o in objects))
 
 
-def phase(cluster, kind: str, name: str, namespace: str) -> str | None:
-    return ((resource(cluster, kind, name, namespace) or {}).get("status") or {}).get("phase")
-
-
 def test_an_edit_rolls_the_release(cluster, operator, namespace):
     apply(cluster, namespace, MODELAPI, agent("editor"))
     wait_ready(cluster, "Agent", "editor", namespace)
@@ -48,7 +44,7 @@ def test_a_dependency_created_later_unblocks_its_dependent(cluster, operator, na
     def waiting_with_finalizer():
         found = resource(cluster, "Agent", "early", namespace) or {}
         finalizers = found.get("metadata", {}).get("finalizers") or []
-        return found if phase(cluster, "Agent", "early", namespace) == "Waiting" and finalizers else None
+        return found if (found.get("status") or {}).get("phase") == "Waiting" and finalizers else None
 
     # kopf adds the finalizer and the status in separate writes: wait for both.
     waiting = wait_until(waiting_with_finalizer, 30, interval=0.1, what="Waiting with the finalizer")
