@@ -17,6 +17,8 @@ AGENT, MODELAPI, MCPSERVER = "Agent", "ModelAPI", "MCPServer"
 
 # Helm's limit on a release name; each resource becomes the release "<chart>-<name>".
 HELM_RELEASE_NAME_MAX = 53
+# A DNS-1123 label: object names, and the name part of a label key.
+DNS_LABEL_MAX = 63
 
 # The finalizer the operator puts on every resource, so that deleting one uninstalls its release.
 FINALIZER = f"{GROUP}/finalizer"
@@ -33,6 +35,9 @@ class KindNames(NamedTuple):
     # Its workload chart, also the prefix of its release and objects ("<chart>-<name>"), the
     # component label and the label key "kaos.tools/<chart>" of the objects.
     chart: str
+    # The label an agent's pods carry to be let in by this kind's NetworkPolicy:
+    # "kaos.tools/<access>-<name>".
+    access: str
 
     @property
     def singular(self) -> str:
@@ -41,9 +46,9 @@ class KindNames(NamedTuple):
 
 # In dependency order: what an Agent uses comes first (the order `kaos up` applies and lists them).
 NAMES: dict[str, KindNames] = {
-    MODELAPI: KindNames(MODELAPI, "modelapis", ("api", "apis"), "modelapi", "modelapi"),
-    MCPSERVER: KindNames(MCPSERVER, "mcpservers", ("mcp", "mcps"), "mcp", "mcpserver"),
-    AGENT: KindNames(AGENT, "agents", ("agent", "agents"), "agent", "agent"),
+    MODELAPI: KindNames(MODELAPI, "modelapis", ("api", "apis"), "modelapi", "modelapi", "uses-modelapi"),
+    MCPSERVER: KindNames(MCPSERVER, "mcpservers", ("mcp", "mcps"), "mcp", "mcpserver", "uses-mcp"),
+    AGENT: KindNames(AGENT, "agents", ("agent", "agents"), "agent", "agent", "peer"),
 }
 KINDS = tuple(NAMES)
 
@@ -58,6 +63,35 @@ KIND_ALIASES = {
     for kind, names in NAMES.items()
     for alias in (names.singular, names.plural, *names.short_names)
 }
+
+
+class NameLimit(NamedTuple):
+    """The longest name a kind takes, and the place that binds it (for messages)."""
+
+    max: int
+    place: str
+
+
+def name_limit(kind: str) -> NameLimit:
+    """The one rule on resource names, for the CRD validation, the reconcile core and the
+    charts (scripts/chart-names writes it into kaos-common): every place a name goes must fit
+    its limit, and the tightest place wins."""
+    names = NAMES[kind]
+    places = [
+        (HELM_RELEASE_NAME_MAX, names.chart, f"the Helm release {names.chart}-<name> must fit in {HELM_RELEASE_NAME_MAX}"),
+        (DNS_LABEL_MAX, names.chart, f"the objects {names.chart}-<name> must fit in {DNS_LABEL_MAX}"),
+        (DNS_LABEL_MAX, names.segment, f"the route {names.segment}-<name> must fit in {DNS_LABEL_MAX}"),
+        (DNS_LABEL_MAX, names.access, f"the label {GROUP}/{names.access}-<name> must fit in {DNS_LABEL_MAX}"),
+    ]
+    return min((NameLimit(limit - len(prefix) - 1, place) for limit, prefix, place in places), key=lambda l: l.max)
+
+
+def name_too_long(kind: str, name: str) -> str | None:
+    """Why ``name`` is too long for a ``kind``, or None."""
+    limit = name_limit(kind)
+    if len(name) <= limit.max:
+        return None
+    return f"{name!r} is longer than {limit.max} characters ({limit.place})"
 
 
 def resource_label(chart: str) -> str:

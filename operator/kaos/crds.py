@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from kaos.api import API_VERSION, CHART_OF, HELM_RELEASE_NAME_MAX
+from kaos.api import API_VERSION, name_too_long
 from kaos.settings import Settings, variable
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -112,10 +112,9 @@ def _name_problems(kind: str, name: Any) -> list[str]:
             f"metadata.name: {name!r} is not a DNS-1123 label "
             "(lower case letters, digits and '-', starting and ending with a letter or digit)"
         ]
-    # Each resource becomes the Helm release "<chart>-<name>".
-    longest = HELM_RELEASE_NAME_MAX - len(CHART_OF[kind]) - 1
-    if len(name) > longest:
-        return [f"metadata.name: {name!r} is longer than {longest} characters (the {kind}'s Helm release name would pass {HELM_RELEASE_NAME_MAX})"]
+    too_long = name_too_long(kind, name)
+    if too_long:
+        return [f"metadata.name: {too_long}"]
     return []
 
 

@@ -1,38 +1,48 @@
-"""The limits on resource names agree, in the charts and in the CRD validation.
+"""The limits on resource names come from one rule (kaos.api.name_limit) and are the same in
+the charts, the CRD validation and the reconcile core.
 
-Charts: a resource's name goes into its objects (<kind>-<name>), its HTTPRoute (<route>-<name>)
-and the label key that lets agents in (kaos.tools/<peer|uses-modelapi|uses-mcp>-<name>); each
-must fit in a 63-character DNS label. kaos-common derives every chart's limit from that one rule
-(`kaos-common.names.limit`: agent 57, modelapi 49, mcpserver 53); values.schema.json states the
-same numbers, since a JSON schema cannot compute them.
-
-CRD validation (kaos.crds, what `kaos up` applies; the reconcile core's plan says the same in a
-cluster): the resource becomes the Helm release <chart>-<name>, at most
-kaos.api.HELM_RELEASE_NAME_MAX (53) characters: agent 47, modelapi 44, mcpserver 43.
-
-The CRD files cannot be templated from the chart's numbers, and a chart installed on its own
-(`helm install assistant charts/agent`) is not bound by the release rule, so the two limits are
-not equal. These tests prove that they agree: each is exactly as tight as its rule allows (a
-name at the limit renders, one over fails with a message), and every name the CRD validation
-admits renders in its chart, also where another resource refers to it.
+A resource's name goes into its objects (<kind>-<name>), its HTTPRoute (<route>-<name>), the
+label key that lets agents in (kaos.tools/<peer|uses-modelapi|uses-mcp>-<name>), each within a
+63-character DNS label, and its Helm release <kind>-<name>, within Helm's 53: agent 47,
+modelapi 44, mcpserver 43. scripts/chart-names writes the limits into kaos-common's kinds
+table; each values.schema.json states them too (a JSON schema cannot compute them). These
+tests hold all of them to kaos.api: at the limit a name renders and is admitted, one more is
+refused everywhere with the binding place in the message.
 """
 
 import functools
+import subprocess
 
 import pytest
 
 from kaos import crds
-from kaos.api import AGENT, API_VERSION, CHART_OF, HELM_RELEASE_NAME_MAX, KIND_OF_CHART, MCPSERVER, MODELAPI, SEGMENT_OF
-from kaos.reconcile import DEPLOY, cluster_endpoint_of, plan, ref_of
+from kaos.api import (
+    AGENT, API_VERSION, CHART_OF, DNS_LABEL_MAX, HELM_RELEASE_NAME_MAX, KIND_OF_CHART, MCPSERVER, MODELAPI,
+    SEGMENT_OF, name_limit,
+)
+from kaos.reconcile import DEPLOY, FAILED, cluster_endpoint_of, plan, ref_of
 from kaos.settings import Settings
 from tests.charts.manifests import problems
-from tests.charts.rendering import CHARTS, WORKLOAD_CHARTS, RenderError, one, render, render_error, render_text
+from tests.charts.rendering import CHARTS, ROOT, WORKLOAD_CHARTS, RenderError, one, render, render_error, render_text
 
-DNS_LABEL_MAX = 63
 BASE_VALUES = {"agent": {"modelAPI": {"name": "llm", "url": "http://modelapi-llm:8000"}}, "modelapi": {},
                "mcpserver": {"params": "def echo(message: str) -> str:\n    return message\n"}}
 EVERYTHING_ON = {"gateway": {"enabled": True}, "networkPolicy": {"enabled": True}}
 CRD_DIR = CHARTS / "kaos" / "crds"
+
+
+def limit_of(chart: str) -> int:
+    return name_limit(KIND_OF_CHART[chart]).max
+
+
+def test_the_rule_gives_the_documented_limits():
+    assert {kind: name_limit(kind).max for kind in (AGENT, MODELAPI, MCPSERVER)} == {AGENT: 47, MODELAPI: 44, MCPSERVER: 43}
+    assert name_limit(AGENT).place == "the Helm release agent-<name> must fit in 53"
+
+
+def test_the_library_kinds_table_is_written_from_kaos_api():
+    checked = subprocess.run([str(ROOT / "scripts" / "chart-names"), "--check"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
 
 
 def renders(chart: str, name: str, skip_schema: bool = False) -> bool:
@@ -49,22 +59,22 @@ def chart_limit(chart: str) -> int:
     return next(n for n in range(DNS_LABEL_MAX, 0, -1) if renders(chart, "a" * n, skip_schema=True))
 
 
-@pytest.mark.parametrize("chart,expected", [("agent", 57), ("modelapi", 49), ("mcpserver", 53)])
-def test_the_templates_and_the_schema_take_names_up_to_the_same_limit(chart, expected):
-    limit = chart_limit(chart)
-    assert limit == expected
+@pytest.mark.parametrize("chart", WORKLOAD_CHARTS)
+def test_the_templates_and_the_schema_take_names_up_to_the_kinds_limit(chart):
+    limit = limit_of(chart)
+    assert chart_limit(chart) == limit
     assert renders(chart, "a" * limit)
     over = "a" * (limit + 1)
     schema = render_error(chart, {**BASE_VALUES[chart], "name": over})
     assert "/name" in schema and f"maxLength: got {limit + 1}, want {limit}" in schema, schema
     template = render_error(chart, {**BASE_VALUES[chart], "name": over}, skip_schema=True)
-    assert f"is longer than {limit} characters" in template and "must fit in 63" in template, template
+    assert f"is longer than {limit} characters ({name_limit(KIND_OF_CHART[chart]).place})" in template, template
 
 
 @pytest.mark.parametrize("chart", WORKLOAD_CHARTS)
-def test_the_limit_is_the_63_character_rule_and_nothing_else(chart):
-    """At the limit some rendered name or label key is exactly 63 characters and none is longer."""
-    docs = render(chart, {**BASE_VALUES[chart], **EVERYTHING_ON, "name": "a" * chart_limit(chart)})
+def test_at_the_limit_every_name_and_label_fits_its_dns_label(chart):
+    docs = render(chart, {**BASE_VALUES[chart], **EVERYTHING_ON, "name": "a" * limit_of(chart)},
+                  release=f"{chart}-{'a' * limit_of(chart)}")
     found = []
     for doc in docs:
         found.append(doc["metadata"]["name"])
@@ -72,7 +82,7 @@ def test_the_limit_is_the_63_character_rule_and_nothing_else(chart):
         if doc["kind"] == "NetworkPolicy":
             labels.update(doc["spec"]["ingress"][0]["from"][-1]["podSelector"]["matchLabels"])
         found += [key.split("/")[-1] for key in labels] + [str(value) for value in labels.values()]
-    assert max(len(name) for name in found) == DNS_LABEL_MAX
+    assert max(len(name) for name in found) <= DNS_LABEL_MAX
     assert not [p for doc in docs for p in problems(doc)]
 
 
@@ -97,15 +107,23 @@ def crd_limit(kind: str) -> int:
 
 
 @pytest.mark.parametrize("kind", [AGENT, MODELAPI, MCPSERVER])
-def test_the_crd_validation_admits_names_whose_release_helm_takes(kind):
-    chart = CHART_OF[kind]
-    limit = crd_limit(kind)
-    assert len(f"{chart}-{'a' * limit}") == HELM_RELEASE_NAME_MAX
-    assert limit <= chart_limit(chart), "the chart renders every name the CRD validation admits"
-    # HELM_RELEASE_NAME_MAX is Helm's own limit: it takes the longest release and refuses one more
+def test_the_crd_validation_and_the_reconcile_core_refuse_what_the_charts_refuse(kind):
+    limit = name_limit(kind)
+    assert crd_limit(kind) == limit.max == chart_limit(CHART_OF[kind])
+    assert len(f"{CHART_OF[kind]}-{'a' * limit.max}") <= HELM_RELEASE_NAME_MAX
+    over = "a" * (limit.max + 1)
+    with pytest.raises(crds.ValidationError, match=f"longer than {limit.max} characters"):
+        crds.validate(resource(kind, over), CRD_DIR)
+    settings = Settings(charts_dir=CHARTS)
+    result = plan(resource(kind, over), {}, settings, cluster_endpoint_of(settings, {}))
+    assert result.phase == FAILED and f"is longer than {limit.max} characters ({limit.place})" in result.message
+
+
+@pytest.mark.parametrize("chart", WORKLOAD_CHARTS)
+def test_helms_own_release_limit_is_the_one_kaos_api_states(chart):
     assert render(chart, {**BASE_VALUES[chart], "name": "x"}, release="r" * HELM_RELEASE_NAME_MAX)
-    assert "longer than 53" in render_error(chart, {**BASE_VALUES[chart], "name": "x"},
-                                            release="r" * (HELM_RELEASE_NAME_MAX + 1))
+    assert f"longer than {HELM_RELEASE_NAME_MAX}" in render_error(
+        chart, {**BASE_VALUES[chart], "name": "x"}, release="r" * (HELM_RELEASE_NAME_MAX + 1))
 
 
 def test_resources_named_at_the_crd_limits_render_through_the_reconcile_core():
@@ -127,14 +145,19 @@ def test_resources_named_at_the_crd_limits_render_through_the_reconcile_core():
 
 
 @pytest.mark.parametrize("field,refers_to", [("modelAPI", "modelapi"), ("mcpServers", "mcpserver"), ("peers", "agent")])
-def test_the_agent_chart_takes_every_name_the_chart_it_refers_to_takes(field, refers_to):
-    name = "r" * chart_limit(refers_to)
-    endpoint = {"name": name, "url": "http://x:8000"}
-    values = {"name": "w", "modelAPI": endpoint if field == "modelAPI" else BASE_VALUES["agent"]["modelAPI"]}
-    if field != "modelAPI":
-        values[field] = [endpoint]
-    labels = one(render("agent", values), "Deployment")["spec"]["template"]["metadata"]["labels"]
+def test_the_agent_chart_takes_the_names_it_refers_to_up_to_their_kinds_limit(field, refers_to):
+    def values(name: str) -> dict:
+        endpoint = {"name": name, "url": "http://x:8000"}
+        found = {"name": "w", "modelAPI": endpoint if field == "modelAPI" else BASE_VALUES["agent"]["modelAPI"]}
+        if field != "modelAPI":
+            found[field] = [endpoint]
+        return found
+
+    name = "r" * limit_of(refers_to)
+    labels = one(render("agent", values(name)), "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert any(key.endswith(f"-{name}") and len(key.split("/")[-1]) <= DNS_LABEL_MAX for key in labels)
+    assert f"want {limit_of(refers_to)}" in render_error("agent", values(name + "r"))
+    assert f"longer than {limit_of(refers_to)} characters" in render_error("agent", values(name + "r"), skip_schema=True)
 
 
 @pytest.mark.parametrize("chart", WORKLOAD_CHARTS)

@@ -203,7 +203,7 @@ def test_unexposed_agent_has_no_endpoint_and_no_route():
     [
         (agent(access=["coord"]), [modelapi()], "lists the agent itself"),
         (agent(access=["hidden"]), [modelapi(), agent("hidden", agentNetwork={"access": [], "expose": False})], "expose"),
-        (agent("x" * 50), [modelapi()], "too long"),
+        (agent("x" * 50), [modelapi()], "is longer than 47 characters"),
     ],
 )
 def test_agent_mistakes_fail_with_an_actionable_message(resource, objects, in_message):

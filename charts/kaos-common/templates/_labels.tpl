@@ -25,14 +25,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/*
 The label key an agent's pods carry to be let into a workload of that kind and name by its
 NetworkPolicy: kaos.tools/peer-<name> (an agent), kaos.tools/uses-modelapi-<name>,
-kaos.tools/uses-mcp-<name>. Its name part must fit in 63 characters.
+kaos.tools/uses-mcp-<name>. The name must be within its kind's limit (kaos-common.names.kind).
 Usage: include "kaos-common.labels.access" (dict "kind" "modelapi" "name" "llm")
 */}}
 {{- define "kaos-common.labels.access" -}}
-{{- $key := printf "%s-%s" (include "kaos-common.names.kind" .kind | fromJson).access .name -}}
-{{- $dnsMax := include "kaos-common.names.dnsLabelMax" . | int -}}
-{{- if gt (len $key) $dnsMax -}}
-{{- fail (printf "%s name %q is too long: the label kaos.tools/%s must fit in %d" .kind .name $key $dnsMax) -}}
-{{- end -}}
-{{- printf "kaos.tools/%s" $key -}}
+{{- include "kaos-common.names.checkLength" (dict "kind" .kind "name" .name "field" (printf "%s name" .kind)) -}}
+{{- printf "kaos.tools/%s-%s" (include "kaos-common.names.kind" .kind | fromJson).access .name -}}
 {{- end -}}

@@ -4,22 +4,14 @@ mcpserver: .Chart.Name) and renders one resource, <name> (.Values.name, or the r
   objects        <kind>-<name>                Deployment, Service, NetworkPolicy, ...
   route          <route>-<name>               the HTTPRoute, matching /<namespace>/<route>/<name>
   access label   kaos.tools/<access>-<name>   carried by the agent pods let in by the NetworkPolicy
-Each of these must fit in 63 characters (a DNS-1123 label, and the name part of a label key),
-which is where every limit on a name comes from.
+Each must fit in 63 characters (a DNS-1123 label, the name part of a label key), and the
+operator installs the resource as the Helm release <kind>-<name>, at most 53. The kinds table
+(_kinds.tpl) holds each kind's prefixes and its resulting limit, written from kaos.api, which
+the CRD validation and the reconcile core use too: all three refuse the same names.
 */}}
 
-{{/* The kinds: route prefix and access label prefix (see above). */}}
-{{- define "kaos-common.names.kinds" -}}
-agent: {route: agent, access: peer}
-modelapi: {route: modelapi, access: uses-modelapi}
-mcpserver: {route: mcp, access: uses-mcp}
-{{- end -}}
-
-{{/* Longest DNS-1123 label: object names and the name part of label keys. */}}
-{{- define "kaos-common.names.dnsLabelMax" -}}63{{- end -}}
-
 {{/*
-One kind's row, as JSON: {route, access}.
+One kind's row of the kinds table (_kinds.tpl), as JSON: {route, access, max, place}.
 Usage: include "kaos-common.names.kind" "agent" | fromJson
 */}}
 {{- define "kaos-common.names.kind" -}}
@@ -31,23 +23,14 @@ Usage: include "kaos-common.names.kind" "agent" | fromJson
 {{- end -}}
 
 {{/*
-The longest name a kind takes, as JSON {max, place}: every place the name goes (objects,
-route, access label) must fit in 63 characters; place names the first one that binds.
-agent 57 (agent-<name>), modelapi 49 (kaos.tools/uses-modelapi-<name>), mcpserver 53 (mcpserver-<name>).
-Usage: include "kaos-common.names.limit" "agent" | fromJson
+Fails unless a name fits the limit of its kind.
+Usage: include "kaos-common.names.checkLength" (dict "kind" "modelapi" "name" "llm" "field" "modelAPI.name")
 */}}
-{{- define "kaos-common.names.limit" -}}
-{{- $row := include "kaos-common.names.kind" . | fromJson -}}
-{{- $dnsMax := include "kaos-common.names.dnsLabelMax" . | int -}}
-{{- $places := list (list . (printf "%s-<name>" .)) (list $row.route (printf "%s-<name>" $row.route)) (list $row.access (printf "the label kaos.tools/%s-<name>" $row.access)) -}}
-{{- $limit := dict "max" $dnsMax "place" "" -}}
-{{- range $places -}}
-{{- $max := sub $dnsMax (add1 (len (index . 0))) | int -}}
-{{- if lt $max (int $limit.max) -}}
-{{- $limit = dict "max" $max "place" (index . 1) -}}
+{{- define "kaos-common.names.checkLength" -}}
+{{- $row := include "kaos-common.names.kind" .kind | fromJson -}}
+{{- if gt (len .name) (int $row.max) -}}
+{{- fail (printf "%s: %q is longer than %d characters (%s)" .field .name (int $row.max) $row.place) -}}
 {{- end -}}
-{{- end -}}
-{{- toJson $limit -}}
 {{- end -}}
 
 {{/*
@@ -60,10 +43,7 @@ Usage: include "kaos-common.names.name" $
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name) -}}
 {{- fail (printf "name: %q is not a DNS-1123 label (lower case letters, digits and '-')" $name) -}}
 {{- end -}}
-{{- $limit := include "kaos-common.names.limit" .Chart.Name | fromJson -}}
-{{- if gt (len $name) (int $limit.max) -}}
-{{- fail (printf "name: %q is longer than %d characters (%s must fit in %s)" $name (int $limit.max) $limit.place (include "kaos-common.names.dnsLabelMax" .)) -}}
-{{- end -}}
+{{- include "kaos-common.names.checkLength" (dict "kind" .Chart.Name "name" $name "field" "name") -}}
 {{- $name -}}
 {{- end -}}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from kaos.api import name_too_long
 from kaos.reconcile.endpoints import EndpointOf, endpoint
 from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf
 from kaos.reconcile.models import (
@@ -17,7 +18,6 @@ from kaos.reconcile.models import (
 from kaos.reconcile.refs import (
     AGENT,
     CHART_OF,
-    HELM_RELEASE_NAME_MAX,
     MCPSERVER,
     MODELAPI,
     Ref,
@@ -67,11 +67,9 @@ def plan(
         return Plan(phase, message, chart, release, values, own_endpoint, **extra)
 
     try:
-        if len(release) > HELM_RELEASE_NAME_MAX:
-            raise _Invalid(
-                f"the name {ref.name!r} is too long: the Helm release {release!r} must be at most "
-                f"{HELM_RELEASE_NAME_MAX} characters; use a shorter name"
-            )
+        too_long = name_too_long(ref.kind, ref.name)
+        if too_long:
+            raise _Invalid(f"the name {too_long}; use a shorter name")
         _check_auth(resource, settings)
         if ref.kind == MODELAPI:
             return make(DEPLOY, "", _modelapi(resource, settings))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-from kaos.api import AGENT, CHART_OF, HELM_RELEASE_NAME_MAX, KINDS, MCPSERVER, MODELAPI
+from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MODELAPI
 
 __all__ = [
-    "AGENT", "CHART_OF", "HELM_RELEASE_NAME_MAX", "KINDS", "MCPSERVER", "MODELAPI",
+    "AGENT", "CHART_OF", "KINDS", "MCPSERVER", "MODELAPI",
     "Ref", "a2a_peer_urls", "dependencies", "is_url", "ref_of", "release_name",
 ]
 
