@@ -74,7 +74,7 @@ class NameLimit(NamedTuple):
 
 def name_limit(kind: str) -> NameLimit:
     """The one rule on resource names, for the CRD validation, the reconcile core and the
-    charts (scripts/chart-names writes it into kaos-common): every place a name goes must fit
+    charts (scripts/generate writes it into kaos-common): every place a name goes must fit
     its limit, and the tightest place wins."""
     names = NAMES[kind]
     places = [

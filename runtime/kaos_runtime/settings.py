@@ -15,9 +15,9 @@ value is a ``ConfigError`` whose one line names the variable. Building a model d
 families ``PEER_AGENT_<NAME>_CARD_URL`` and ``MCP_SERVER_<NAME>_URL`` are read by hand in
 ``AgentSettings.from_env``; ``A2A_PEER_URLS`` (peers reached by URL over A2A) is a plain list.
 
-The step and memory defaults are the Agent CRD's (charts/kaos/crds/agent.yaml is the source
-of record for resources); this is the runtime's one copy, for running it standalone, and a
-test checks that the two agree.
+The step and memory defaults and bounds are the Agent CRD's (charts/kaos/crds/agent.yaml):
+``agent_crd.FIELDS``, which scripts/generate writes from it, so that the runtime run alone
+behaves as a resource that leaves them out.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+from .agent_crd import FIELDS as AGENT_CRD_FIELDS
 from .tool_calling import check_scripted
 
 CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
@@ -122,6 +123,11 @@ def _one_line(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
+def _from_agent_crd(variable: str) -> Any:
+    """A field read from ``variable`` with the Agent CRD's default and bounds."""
+    return Field(validation_alias=variable, **AGENT_CRD_FIELDS[variable])
+
+
 class _Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=True, frozen=True, populate_by_name=True)
 
@@ -156,10 +162,10 @@ class ServerSettings(_Settings):
 
 
 class MemorySettings(_Settings):
-    enabled: Flag = Field(True, validation_alias="MEMORY_ENABLED")
-    context_limit: int = Field(6, ge=0, validation_alias="MEMORY_CONTEXT_LIMIT")
-    max_sessions: int = Field(1000, ge=1, validation_alias="MEMORY_MAX_SESSIONS")
-    max_session_events: int = Field(500, ge=1, validation_alias="MEMORY_MAX_SESSION_EVENTS")
+    enabled: Flag = _from_agent_crd("MEMORY_ENABLED")
+    context_limit: int = _from_agent_crd("MEMORY_CONTEXT_LIMIT")
+    max_sessions: int = _from_agent_crd("MEMORY_MAX_SESSIONS")
+    max_session_events: int = _from_agent_crd("MEMORY_MAX_SESSION_EVENTS")
     # Where events live: "local" (this process) or "redis" (shared by replicas, kept across restarts).
     backend: MemoryBackend = Field("local", validation_alias="MEMORY_BACKEND")
     redis_url: SecretStr = Field("", validation_alias="REDIS_URL")
@@ -230,7 +236,7 @@ class AgentSettings(_Settings):
     model_api_url: Trimmed = Field("", validation_alias="MODEL_API_URL")
     model_name: Trimmed = Field("", validation_alias="MODEL_NAME")
     api_key: SecretStr = Field("sk-kaos-no-key", validation_alias=AliasChoices("MODEL_API_KEY", "OPENAI_API_KEY"))
-    max_steps: int = Field(5, ge=1, validation_alias="AGENTIC_LOOP_MAX_STEPS")
+    max_steps: int = _from_agent_crd("AGENTIC_LOOP_MAX_STEPS")
     peers: tuple[Peer, ...] = ()
     # A2A agents reached by URL (their base or card URL); their names come from their cards (a2a_peer.py).
     a2a_peers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="A2A_PEER_URLS")

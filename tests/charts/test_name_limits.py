@@ -4,14 +4,13 @@ the charts, the CRD validation and the reconcile core.
 A resource's name goes into its objects (<kind>-<name>), its HTTPRoute (<route>-<name>), the
 label key that lets agents in (kaos.tools/<peer|uses-modelapi|uses-mcp>-<name>), each within a
 63-character DNS label, and its Helm release <kind>-<name>, within Helm's 53: agent 47,
-modelapi 44, mcpserver 43. scripts/chart-names writes the limits into kaos-common's kinds
+modelapi 44, mcpserver 43. scripts/generate writes the limits into kaos-common's kinds
 table; each values.schema.json states them too (a JSON schema cannot compute them). These
 tests hold all of them to kaos.api: at the limit a name renders and is admitted, one more is
 refused everywhere with the binding place in the message.
 """
 
 import functools
-import subprocess
 
 import pytest
 
@@ -23,7 +22,7 @@ from kaos.api import (
 from kaos.reconcile import DEPLOY, FAILED, cluster_endpoint_of, plan, ref_of
 from kaos.settings import Settings
 from tests.charts.manifests import problems
-from tests.charts.rendering import CHARTS, ROOT, WORKLOAD_CHARTS, RenderError, one, render, render_error, render_text
+from tests.charts.rendering import CHARTS, WORKLOAD_CHARTS, RenderError, one, render, render_error, render_text
 
 BASE_VALUES = {"agent": {"modelAPI": {"name": "llm", "url": "http://modelapi-llm:8000"}}, "modelapi": {},
                "mcpserver": {"params": "def echo(message: str) -> str:\n    return message\n"}}
@@ -38,11 +37,6 @@ def limit_of(chart: str) -> int:
 def test_the_rule_gives_the_documented_limits():
     assert {kind: name_limit(kind).max for kind in (AGENT, MODELAPI, MCPSERVER)} == {AGENT: 47, MODELAPI: 44, MCPSERVER: 43}
     assert name_limit(AGENT).place == "the Helm release agent-<name> must fit in 53"
-
-
-def test_the_library_kinds_table_is_written_from_kaos_api():
-    checked = subprocess.run([str(ROOT / "scripts" / "chart-names"), "--check"], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
 
 
 def renders(chart: str, name: str, skip_schema: bool = False) -> bool:

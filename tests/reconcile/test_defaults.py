@@ -1,10 +1,11 @@
-"""The agent's step and memory defaults are the Agent CRD's, and the runtime's agree.
+"""The agent's step and memory defaults are the Agent CRD's, and the runtime's are the same.
 
-The CRD schema (charts/kaos/crds/agent.yaml) is where they are written for resources;
-validation applies them and the values mapping passes them on (it writes none of its own),
-and the agent chart renders what the values carry (its values.yaml states none).
-The runtime keeps its own copy for running it alone, from no environment at all: these
-tests keep that copy equal, through the variables the agent chart renders the values as.
+The CRD schema (charts/kaos/crds/agent.yaml) is where they are written; validation applies them
+and the values mapping passes them on (it writes none of its own), and the agent chart renders
+what the values carry (its values.yaml states none). The runtime, which runs alone too, takes
+them from kaos_runtime.agent_crd, which scripts/generate writes from the CRD
+(tests/test_generated.py checks it is current); these tests check the result through the
+variables the agent chart renders the values as.
 """
 
 import pytest

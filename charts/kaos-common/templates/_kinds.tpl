@@ -1,4 +1,4 @@
-{{/* Written by scripts/chart-names from kaos.api; do not edit (a test checks it).
+{{/* Written by scripts/generate from kaos.api; do not edit (a test checks it).
 Each workload kind (.Chart.Name): its route prefix, its access label prefix, and the
 longest name it takes with the place that binds it (see kaos-common.names.name). */}}
 {{- define "kaos-common.names.kinds" -}}
