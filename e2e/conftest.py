@@ -36,9 +36,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kaos.api import API_VERSION, CHART_OF, KIND_OF_CHART, SEGMENT_OF  # noqa: E402
-from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wait_until  # noqa: E402
+from kaos.cli.client import Client, spawn_control_plane, stop_control_plane  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
-from tests.support.polling import eventually  # noqa: E402
+from tests.support.polling import eventually, wait_until  # noqa: E402
 
 SHARED_MODELAPI = "e2e-llm"
 NARROW_MODELAPI = "e2e-narrow"

@@ -17,7 +17,7 @@ from e2e.conftest import (
     wait_for_status,
 )
 from kaos.api import API_VERSION
-from kaos.cli.client import wait_until
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 

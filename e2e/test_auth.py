@@ -33,8 +33,9 @@ from e2e.conftest import (
     create_modelapi_resource,
     fenced,
 )
-from kaos.cli.client import Client, spawn_control_plane, stop_control_plane, wait_until
+from kaos.cli.client import Client, spawn_control_plane, stop_control_plane
 from kaos.local.ports import free_port
+from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
               pytest.mark.skipif(BACKEND == "cluster", reason="starts its own local control plane")]
