@@ -7,7 +7,9 @@
    throughput at concurrency 16. Each request is a new session: two memory writes (the user
    message and the answer), one Redis round trip each; a continued session adds one read.
 2. `kaos up` (a control plane this script starts, with its own Redis): one Agent behind the
-   gateway with replicas 1 against replicas 2, interleaved, concurrency 16.
+   gateway with replicas 1 against replicas 2, interleaved, concurrency 16, and the CPU each
+   process (gateway, agents, Redis, mock model, load generator) spends per request, which says
+   how many requests per second the machine's cores can serve at most.
 3. A soak: --soak requests (new sessions all along) against one redis agent with
    MEMORY_MAX_SESSIONS=100: the agent's RSS and the agent's Redis key count as it goes.
 
@@ -48,6 +50,58 @@ CHAT = "/v1/chat/completions"
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes below ``pid`` (children, grandchildren...), each with its command line."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                try:
+                    with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                        found[child] = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                frontier.append(child)
+    return found
+
+
+def role_of(cmdline: str) -> str:
+    if ("kaos_runtime" in cmdline or "kaos-runtime" in cmdline) and " agent" in cmdline:
+        return "agents"
+    if "redis-server" in cmdline:
+        return "redis"
+    return "other"
+
+
+def cpu_by_role(control_pid: int, mock_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the gateway (the control plane's process), the agent processes, Redis,
+    the mock model and this load generator."""
+    totals = {"gateway": cpu_seconds(control_pid), "agents": 0.0, "redis": 0.0, "other": 0.0,
+              "mock model": cpu_seconds(mock_pid), "load generator": cpu_seconds(os.getpid())}
+    for pid, cmdline in descendants(control_pid).items():
+        totals[role_of(cmdline)] += cpu_seconds(pid)
+    return totals
 
 
 async def backends(mock: Service, redis: RedisServer, log_dir: str, requests: int, rounds: int) -> None:
@@ -104,13 +158,20 @@ async def replicas(mock: Service, home: Path, requests: int, rounds: int) -> Non
         gateway = f"http://127.0.0.1:{port}/default/agent/bench"
         throughput: dict[int, list[float]] = {1: [], 2: []}
         p50: dict[int, list[float]] = {1: [], 2: []}
+        cpu: dict[int, dict[str, float]] = {1: {}, 2: {}}  # CPU seconds per role, summed over rounds
+        served = {1: 0, 2: 0}
         for _ in range(rounds):
             for count in (1, 2):
                 client.apply([(agent_manifest(count, mock.url), "bench.yaml")])
                 wait_until(lambda: _ready_replicas(client) == count, 120, interval=0.2,
                            what=f"{count} ready replica(s)")
                 await run_load(gateway + CHAT, 200, 16)  # warm every replica and connection
+                before = cpu_by_role(control.pid, mock.process.pid)
                 latencies, wall = await run_load(gateway + CHAT, requests * 2, 16)
+                after = cpu_by_role(control.pid, mock.process.pid)
+                for role in after:
+                    cpu[count][role] = cpu[count].get(role, 0.0) + after[role] - before.get(role, 0.0)
+                served[count] += len(latencies)
                 throughput[count].append(len(latencies) / wall)
                 p50[count].append(statistics.median(latencies))
         print(f"2. kaos up, one Agent (redis memory) behind the gateway at c16 ({rounds} interleaved rounds, "
@@ -120,6 +181,13 @@ async def replicas(mock: Service, home: Path, requests: int, rounds: int) -> Non
                   f"{ms(statistics.median(p50[count]))}   (rounds: {', '.join(f'{v:.0f}' for v in throughput[count])})")
         print(f"  two replicas / one: {statistics.median(throughput[2]) / statistics.median(throughput[1]):.2f}x "
               "(target >= 1.6x)")
+        print("  CPU per request (ms) by process; the gateway is one event loop, so 1000 / its figure is the"
+              " most req/s it can proxy:")
+        for count in (1, 2):
+            shares = {role: seconds * 1000 / served[count] for role, seconds in cpu[count].items() if seconds > 0}
+            print(f"  replicas {count}: " + ", ".join(f"{role} {value:.3f}" for role, value in shares.items())
+                  + f"; total {sum(shares.values()):.3f} (the {os.cpu_count()} cores give "
+                  f"{os.cpu_count() * 1000 / sum(shares.values()):.0f} req/s at most)")
     finally:
         subprocess.run([sys.executable, "-m", "kaos.cli", "down"], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)

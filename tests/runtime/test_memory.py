@@ -113,6 +113,20 @@ async def test_concurrent_writers_lose_nothing_and_keep_their_order(make_memory)
     await memory.close()
 
 
+async def test_events_recorded_together_keep_the_bounds_event_by_event(make_memory):
+    """On redis the events queued meanwhile go out as one batch (one script call): each is still
+    appended, trimmed and evicted in its turn, so both backends end alike."""
+    memory = make_memory(max_sessions=2, max_session_events=2)
+    for session, text in [("s1", "a"), ("s2", "b"), ("s3", "c"), ("s1", "d"), ("s1", "e"), ("s1", "f")]:
+        await memory.record(session, "user_message", text)  # queued: nothing sent yet on redis
+    await memory.record("s3", "agent_response", "g")  # s1 was dropped for s3, then s2 for the new s1
+    assert await memory.sessions() == ["s1", "s3"]
+    events, total = await memory.events()
+    assert total == 4 and [e["content"] for e in events] == ["c", "e", "f", "g"]
+    assert [e["content"] for e in (await memory.events(session_id="s1"))[0]] == ["e", "f"]
+    await memory.close()
+
+
 def test_backend_is_chosen_by_settings(redis_server):
     assert isinstance(create_memory(MemorySettings(), "a"), LocalMemory)
     redis_memory = create_memory(MemorySettings(backend="redis", redis_url=redis_server.url), "a")
@@ -181,3 +195,39 @@ async def test_redis_unreachable_is_memory_unavailable_then_an_error_event(tmp_p
     finally:
         await memory.close()
         server.stop()
+
+
+async def test_redis_sends_what_is_queued_as_one_script_call(redis_server):
+    """The group commit: 16 turns that end at once are one EVALSHA, every event in its order; a
+    Redis that lost the script (SCRIPT FLUSH, as after a restart) is given it again; a request
+    cancelled while it waits leaves its events written and the writer working."""
+    memory = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:batch",
+                                        max_session_events=1000), "a")
+
+    def calls() -> int:
+        return redis_server.command("INFO", "commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+
+    async def turn(index: int) -> None:
+        await memory.record(f"s{index}", "user_message", f"q{index}")
+        await memory.record("shared", "tool_call", {"turn": index})
+        await memory.record(f"s{index}", "agent_response", f"a{index}")
+
+    try:
+        await turn(-1)  # the connection made, the script loaded
+        before = calls()
+        await asyncio.gather(*(turn(index) for index in range(16)))
+        assert calls() - before == 1
+        assert [e["content"] for e in (await memory.events(session_id="shared"))[0]] == [
+            {"turn": index} for index in range(-1, 16)]
+        events, total = await memory.events(session_id="s7")
+        assert total == 2 and [e["content"] for e in events] == ["q7", "a7"]
+        redis_server.command("SCRIPT", "FLUSH")
+        await turn(16)
+        waiting = asyncio.ensure_future(memory.record("s17", "agent_response", "a17"))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        await turn(18)
+        assert [e["content"] for e in (await memory.events(limit=3))[0]] == ["q18", {"turn": 18}, "a18"]
+        assert [e["content"] for e in (await memory.events(session_id="s17"))[0]] == ["a17"]
+    finally:
+        await memory.close()

@@ -17,14 +17,15 @@ every write sets the TTL of its session and of the two shared keys, so an idle s
 expires in Redis and is then dropped from ``P:sessions``. At most
 ``MEMORY_MAX_SESSIONS + 2`` keys per agent.
 
-Writes are pipelined (a group commit): ``record`` queues the event, and whatever is queued is
-sent as one pipeline, in order, one batch on the wire at a time: one round trip for all the
-events that arrived meanwhile, from every request. A request does not wait for its first
-events; they are sent within ``FLUSH_DELAY`` (5 ms), or at once with the event that ends a
-turn (``agent_response``), which the request does wait for, with every event queued before
+Writes are a group commit: ``record`` queues the event, and a writer task sends whatever is
+queued as one batch, one batch on the wire at a time, in order: one call of the record script
+(one EVALSHA, every event of the batch appended in order as if each were recorded alone) for
+all the events that arrived meanwhile, from every request. A request does not wait for its
+first events; they are sent within ``FLUSH_DELAY`` (5 ms), or at once with the event that ends
+a turn (``agent_response``), which the request does wait for, with every event queued before
 it: an answer is only given once its turn is stored, and a quick turn costs one round trip.
-Reads (``history``, ``events``, ``sessions``) first send what is queued, so this process
-always reads its own writes.
+Reads (``history``, ``events``, ``sessions``) first wait for what is queued to be written, so
+this process always reads its own writes.
 
 When Redis cannot be reached, each call raises ``MemoryUnavailable``; the session of the
 failed call is remembered (bounded) and an ``error`` event is written to it as soon as Redis
@@ -42,7 +43,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..settings import MemorySettings
@@ -70,22 +71,32 @@ local function prune(sessions, prefix, ttl)
 end
 """
 
-# KEYS: sessions, seq, the session's list. ARGV: list prefix, session id, event type, event
-# JSON, max sessions, max events per session, ttl in ms.
+# A batch of events, in order (the group commit: one script for every event queued meanwhile,
+# from any session). KEYS: sessions, seq, then the list of each session of the batch. ARGV: list
+# prefix, max sessions, max events per session, ttl in ms, then two per event: the index in
+# KEYS of its session's list and `<event type>\t<event JSON>`. Each event gets the next sequence
+# number and is appended, its list trimmed and the least recently active sessions beyond the
+# bound dropped, exactly as if it were recorded alone. Returns the last sequence number.
 _RECORD = _PRUNE + """
-local ttl = tonumber(ARGV[7])
-prune(KEYS[1], ARGV[1], ttl)
-local seq = redis.call('INCR', KEYS[2])
-redis.call('RPUSH', KEYS[3], seq .. '\\t' .. ARGV[3] .. '\\t' .. ARGV[4])
-redis.call('LTRIM', KEYS[3], -tonumber(ARGV[6]), -1)
-redis.call('ZADD', KEYS[1], seq, ARGV[2])
-local extra = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
-if extra > 0 then
-  local dropped = redis.call('ZPOPMIN', KEYS[1], extra)
-  for i = 1, #dropped, 2 do redis.call('DEL', ARGV[1] .. dropped[i]) end
+local prefix, ttl = ARGV[1], tonumber(ARGV[4])
+local max_sessions, max_events = tonumber(ARGV[2]), tonumber(ARGV[3])
+local count = (#ARGV - 4) / 2
+local seq = redis.call('INCRBY', KEYS[2], count) - count
+for i = 5, #ARGV, 2 do
+  local key = KEYS[tonumber(ARGV[i])]
+  prune(KEYS[1], prefix, ttl)
+  seq = seq + 1
+  redis.call('RPUSH', key, seq .. '\\t' .. ARGV[i + 1])
+  redis.call('LTRIM', key, -max_events, -1)
+  redis.call('ZADD', KEYS[1], seq, string.sub(key, #prefix + 1))
+  local extra = redis.call('ZCARD', KEYS[1]) - max_sessions
+  if extra > 0 then
+    local dropped = redis.call('ZPOPMIN', KEYS[1], extra)
+    for j = 1, #dropped, 2 do redis.call('DEL', prefix .. dropped[j]) end
+  end
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
 end
 if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[3], ttl)
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
 end
@@ -162,15 +173,23 @@ return found
 """
 
 
-def _consume(future: asyncio.Future) -> None:
-    """A write nobody waits for fails quietly here; its session gets an error event later."""
-    if not future.cancelled():
-        future.exception()
-
-
 def _event_of(entry: str) -> dict:
     """``<seq>\\t<type>\\t<JSON>`` -> the event."""
     return json.loads(entry.split("\t", 2)[2])
+
+
+def _entry(event: dict) -> str:
+    """What a batch sends of an event: ``<type>\\t<JSON>`` (Redis puts the sequence number first)."""
+    return event["event_type"] + "\t" + json.dumps(event, separators=(",", ":"))
+
+
+def _settle(futures: list[asyncio.Future], error: BaseException | None) -> None:
+    for future in futures:
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
 
 
 def describe_url(client: aioredis.Redis) -> str:
@@ -205,23 +224,39 @@ class RedisMemory(Memory):
         self._sessions_script = self.client.register_script(_SESSIONS)
         self._history_script = self.client.register_script(_HISTORY)
         self._outages: OrderedDict[str, str] = OrderedDict()  # session id -> what failed
-        self._queue: list[tuple[str, dict, asyncio.Future]] = []
-        self._sending = asyncio.Lock()  # one batch on the wire at a time: the order is kept
+        # The group commit: events queued, and who waits for them, until the writer takes them.
+        self._queue: list[tuple[str, str]] = []  # (session id, `<type>\t<JSON>`)
+        self._waiters: list[asyncio.Future] = []  # turn ends: told the outcome of their batch
+        self._flushers: list[asyncio.Future] = []  # flush(): told once the batch is done
+        self._due = False  # the queue is to go now (a turn end, a flush, FLUSH_DELAY over)
+        self._outages_due = False  # a read waits for the outage events to be written first
         self._timer: asyncio.TimerHandle | None = None
-        self._background: set[asyncio.Task] = set()
+        self._writer: asyncio.Task | None = None  # sends the batches, one at a time, in order
+        self._wake: asyncio.Future | None = None  # what the idle writer waits on
+        self._writing = False
 
     def session_key(self, session_id: str) -> str:
         return self._list_prefix + session_id
 
     async def close(self) -> None:
         await self.flush()
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+            self._writer = None
         await self.client.aclose()
 
-    async def flush(self) -> None:
-        """Send what is queued, after any batch already on the wire; return once it is written."""
-        await self._send_queued()
-        while self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+    async def flush(self, outages: bool = False) -> None:
+        """Return once every event recorded so far is written (or failed: see MemoryUnavailable);
+        with ``outages``, once the pending outage events are written too (or failed)."""
+        outages = outages and bool(self._outages)
+        if not (self._queue or self._writing or outages):
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._flushers.append(done)
+        self._outages_due = self._outages_due or outages
+        self._send_soon()
+        await done
 
     async def check(self) -> None:
         try:
@@ -242,94 +277,95 @@ class RedisMemory(Memory):
     async def _call(self, what: str, script, keys: list[str], args: list, session_id: str | None = None):
         """Run a script after the queued writes; a Redis failure becomes MemoryUnavailable
         (and a pending outage event for the session)."""
-        await self.flush()
+        await self.flush(outages=True)
         try:
-            if self._outages:
-                await self._write_outages()
             return await script(keys=keys, args=args)
         except RedisError as error:
             raise self._unavailable(what, error, [session_id] if session_id else []) from None
 
-    async def _send_queued(self) -> None:
-        """Send everything queued as one batch (in the caller's task: no hop to another task)."""
-        async with self._sending:
+    async def _record(self, session_id: str, event: dict) -> None:
+        self._queue.append((session_id, _entry(event)))
+        if event["event_type"] == TURN_END:
+            done = asyncio.get_running_loop().create_future()
+            self._waiters.append(done)
+            self._send_soon()
+            await done  # the outcome of the batch that took this event (and all before it)
+        elif self._timer is None and not self._due:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._delay_over)
+
+    def _delay_over(self) -> None:
+        self._timer = None
+        self._send_soon()
+
+    def _send_soon(self) -> None:
+        """Have the writer send the queue as soon as the batch on the wire (if any) is done."""
+        self._due = True
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_batches())
+        elif self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def _write_batches(self) -> None:
+        """The writer: takes everything queued as one batch when it is due, sends it, tells
+        those who wait, and again; idle, it waits for the next batch due."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._due:
+                self._wake = loop.create_future()
+                try:
+                    await self._wake
+                finally:
+                    self._wake = None
+            self._due = False
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            if not self._queue:
-                return
-            batch, self._queue = self._queue, []
+            batch, waiters, flushers = self._queue, self._waiters, self._flushers
+            self._queue, self._waiters, self._flushers = [], [], []
+            outages, self._outages_due = self._outages_due and bool(self._outages), False
+            error: Exception | None = None
+            self._writing = True
             try:
-                if self._outages:
-                    await self._write_outages()
-                await self._send(batch)
-            except RedisError as error:
-                failure = self._unavailable("record", error, dict.fromkeys(item[0] for item in batch))
-                for _, _, done in batch:
-                    if not done.done():
-                        done.set_exception(failure)
-            else:
-                for _, _, done in batch:
-                    if not done.done():
-                        done.set_result(None)
+                if batch or outages:
+                    await self._write(batch)
+            except RedisError as failure:
+                if batch:  # (outage events alone: the read that asked for them says it fails)
+                    error = self._unavailable("record", failure, dict.fromkeys(session for session, _ in batch))
+            except Exception as failure:  # not Redis's: said here, and to those who wait
+                log.exception("agent memory: writing %d event(s) to Redis failed", len(batch))
+                error = failure
+            except BaseException:  # cancelled (close, or the loop ending): nobody is left waiting
+                _settle(waiters, MemoryUnavailable("agent memory closed while writing"))
+                _settle(flushers, None)
+                raise
             finally:
-                if self._queue and self._timer is None:
-                    self._schedule()
+                self._writing = False
+            _settle(waiters, error)
+            _settle(flushers, None)
 
-    async def _write_outages(self) -> None:
-        """Record, in each session that lost events to an outage, an error event saying so."""
-        while self._outages:
-            session_id, problem = next(iter(self._outages.items()))
-            event = make_event(session_id, "error", f"{problem}; events of this session were not stored",
-                               {"memory": "unavailable"})
-            await self._append(session_id, event)
-            self._outages.pop(session_id, None)
-
-    def _schedule(self) -> None:
-        self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._send_later)
-
-    def _send_later(self) -> None:
-        self._timer = None
-        task = asyncio.get_running_loop().create_task(self._send_queued())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _send(self, batch: list) -> None:
-        """One pipeline of EVALSHA calls. (Not redis-py's script registration in pipelines: it
-        asks SCRIPT EXISTS before every pipeline, a second round trip; a Redis that lost the
-        script, after a restart, answers NOSCRIPT and gets it once.)"""
-        script = self._record_script
-        for attempt in (1, 2):
-            pipe = self.client.pipeline(transaction=False)
-            for session_id, event, _ in batch:
-                keys, args = self._record_call(session_id, event)
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            try:
-                await pipe.execute()
-                return
-            except NoScriptError:
-                if attempt == 2:
-                    raise
-                script.sha = await self.client.script_load(script.script)
-
-    def _record_call(self, session_id: str, event: dict) -> tuple[list[str], list]:
-        keys = [self._sessions_key, self._seq_key, self.session_key(session_id)]
-        args = [self._list_prefix, session_id, event["event_type"], json.dumps(event, separators=(",", ":")),
-                self.config.max_sessions, self.config.max_session_events, self._ttl_ms]
-        return keys, args
-
-    async def _append(self, session_id: str, event: dict) -> None:
-        await self._record_script(*self._record_call(session_id, event))
-
-    async def _record(self, session_id: str, event: dict) -> None:
-        done = asyncio.get_running_loop().create_future()
-        done.add_done_callback(_consume)
-        self._queue.append((session_id, event, done))
-        if event["event_type"] == TURN_END:
-            await self._send_queued()
-            await done  # set by this send, or by the one on the wire that took it along
-        elif self._timer is None:
-            self._schedule()
+    async def _write(self, batch: list[tuple[str, str]]) -> None:
+        """One script for the batch, after an `error` event in each session that lost events to
+        an outage (those are then forgotten). A Redis that lost the script (a restart) answers
+        NOSCRIPT and is given it once."""
+        outages = list(self._outages.items())
+        if outages:
+            batch = [(session, _entry(make_event(session, "error", f"{problem}; events of this session were not stored",
+                                                  {"memory": "unavailable"})))
+                     for session, problem in outages] + batch
+        keys = [self._sessions_key, self._seq_key]
+        args: list = [self._list_prefix, self.config.max_sessions, self.config.max_session_events, self._ttl_ms]
+        index: dict[str, int] = {}
+        for session, entry in batch:
+            at = index.get(session)
+            if at is None:
+                keys.append(self._list_prefix + session)
+                at = index[session] = len(keys)
+            args.append(at)
+            args.append(entry)
+        await self._record_script(keys=keys, args=args)
+        for session, problem in outages:
+            if self._outages.get(session) is problem:
+                del self._outages[session]
 
     async def _events(self, limit, session_id, event_type):
         result = await self._call(
