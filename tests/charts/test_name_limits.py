@@ -16,8 +16,16 @@ import pytest
 
 from kaos import crds
 from kaos.api import (
-    AGENT, API_VERSION, CHART_OF, DNS_LABEL_MAX, HELM_RELEASE_NAME_MAX, KIND_OF_CHART, MCPSERVER, MODELAPI,
-    SEGMENT_OF, name_limit,
+    AGENT,
+    API_VERSION,
+    CHART_OF,
+    DNS_LABEL_MAX,
+    HELM_RELEASE_NAME_MAX,
+    KIND_OF_CHART,
+    MCPSERVER,
+    MODELAPI,
+    SEGMENT_OF,
+    name_limit,
 )
 from kaos.reconcile import DEPLOY, FAILED, cluster_endpoint_of, plan, ref_of
 from kaos.settings import Settings

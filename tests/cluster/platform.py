@@ -174,8 +174,29 @@ def ready(plane: ControlPlane, kind: str, name: str, namespace: str) -> dict | N
 
 
 def wait_ready(plane: ControlPlane, kind: str, name: str, namespace: str, timeout: float = 60) -> dict:
-    return wait_until(lambda: ready(plane, kind, name, namespace), timeout, interval=0.1,
-                      what=f"{kind} {namespace}/{name} Ready")
+    try:
+        return wait_until(lambda: ready(plane, kind, name, namespace), timeout, interval=0.1,
+                          what=f"{kind} {namespace}/{name} Ready")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; the namespace holds {statuses(plane, namespace)}") from None
+
+
+def statuses(plane: ControlPlane, namespace: str) -> dict[str, dict]:
+    """Every KAOS resource and Deployment of the namespace with its status (for failure messages)."""
+    found = {}
+    for kind, plural in PLURALS.items():
+        listed = plane.get(f"/apis/{API_VERSION}/namespaces/{namespace}/{plural}") or {}
+        for item in listed.get("items", []):
+            meta = item["metadata"]
+            found[f"{kind} {meta['name']}"] = {"generation": meta.get("generation"),
+                                               "finalizers": meta.get("finalizers"), **(item.get("status") or {})}
+    deployments = plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments") or {}
+    for item in deployments.get("items", []):
+        status = item.get("status") or {}
+        found[f"Deployment {item['metadata']['name']}"] = {
+            "replicas": status.get("replicas"), "readyReplicas": status.get("readyReplicas"),
+            "observedGeneration": status.get("observedGeneration"), "generation": item["metadata"].get("generation")}
+    return found
 
 
 def releases(plane: ControlPlane, namespace: str) -> dict[str, int]:
