@@ -47,6 +47,9 @@ from kaos.reconcile import (
 from kaos.settings import Settings, variable
 
 _UNSET = object()
+# Resync ticks in a row that must see a status other than the one last written before it is
+# written again (see _status_overwritten).
+OVERWRITE_TICKS = 2
 
 
 @dataclass
@@ -71,11 +74,12 @@ class OperatorState:
     failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
     seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
     written: dict = field(default_factory=dict)  # Ref -> (fingerprint, the status as left by that reconcile)
+    overwrites: dict = field(default_factory=dict)  # Ref -> resync ticks in a row that saw another status
     deployments_seen: set = field(default_factory=set)  # Refs whose Deployment the index has shown
     locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.seen, self.written, self.locks):
+        for table in (self.applied, self.failures, self.seen, self.written, self.overwrites, self.locks):
             table.pop(ref, None)
         self.deployments_seen.discard(ref)
         self.backoff.succeed(ref)
@@ -116,18 +120,28 @@ def _version(obj: Mapping[str, Any] | None):
 async def reconcile(body, *, world: World, state: OperatorState, patch, logger, force: bool) -> HelmFailure | None:
     """Returns the helm failure, if any, after writing it to status (the caller decides to retry).
 
-    Without force, nothing is done when no input changed since the last reconcile and no
-    helm failure waits for a retry.
+    Without force, nothing is done when no input changed since the last reconcile, no helm
+    failure waits for a retry and the status is still what the last reconcile wrote.
     """
     ref = ref_of(body)
     async with state.locks[ref]:
         resource = plain(body)  # after the wait: a timer's body follows the live object
         inputs = fingerprint(resource, world)
+        rewrite = False
         if not force and not state.retry_due(ref) and state.seen.get(ref) == inputs:
-            return None
+            if not _status_overwritten(ref, resource, state):
+                state.overwrites.pop(ref, None)
+                return None
+            # A body taken before our own last patch arrived differs too, for a moment: only a
+            # second tick that still sees another status writes it again.
+            state.overwrites[ref] = state.overwrites.get(ref, 0) + 1
+            if state.overwrites[ref] < OVERWRITE_TICKS:
+                return None
+            rewrite = True
+        state.overwrites.pop(ref, None)
         state.seen[ref] = inputs
         since = started()
-        previous = _previous_status(ref, resource, inputs, state)
+        previous = (resource.get("status") or {}) if rewrite else _previous_status(ref, resource, inputs, state)
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
@@ -223,6 +237,18 @@ def _with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
         same = old.get("status") == condition["status"] and old.get("lastTransitionTime")
         conditions.append({**condition, "lastTransitionTime": old["lastTransitionTime"] if same else _now()})
     return {**desired, "conditions": conditions}
+
+
+def _status_overwritten(ref: Ref, resource: Mapping[str, Any], state: OperatorState) -> bool:
+    """The live status is not what the last reconcile wrote. kopf applies a handler's patch
+    after the handler returns, so a creation handler's patch can land after a timer's newer one
+    and put back the older status (e.g. 0/1 replicas ready once the Deployment is ready, for
+    good, since no input changes again); anyone else may have written it too."""
+    written = state.written.get(ref)
+    if written is None:
+        return False
+    live = resource.get("status") or {}
+    return any(live.get(key) != value for key, value in written[1].items())
 
 
 def _previous_status(ref: Ref, resource: Mapping[str, Any], inputs: tuple, state: OperatorState) -> Mapping[str, Any]:
