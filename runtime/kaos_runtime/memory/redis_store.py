@@ -228,11 +228,10 @@ class RedisMemory(Memory):
         self._queue: list[tuple[str, str]] = []  # (session id, `<type>\t<JSON>`)
         self._waiters: list[asyncio.Future] = []  # turn ends: told the outcome of their batch
         self._flushers: list[asyncio.Future] = []  # flush(): told once the batch is done
-        self._due = False  # the queue is to go now (a turn end, a flush, FLUSH_DELAY over)
+        self._due = asyncio.Event()  # the queue is to go now (a turn end, a flush, FLUSH_DELAY over)
         self._outages_due = False  # a read waits for the outage events to be written first
         self._timer: asyncio.TimerHandle | None = None
         self._writer: asyncio.Task | None = None  # sends the batches, one at a time, in order
-        self._wake: asyncio.Future | None = None  # what the idle writer waits on
         self._writing = False
 
     def session_key(self, session_id: str) -> str:
@@ -290,7 +289,7 @@ class RedisMemory(Memory):
             self._waiters.append(done)
             self._send_soon()
             await done  # the outcome of the batch that took this event (and all before it)
-        elif self._timer is None and not self._due:
+        elif self._timer is None and not self._due.is_set():
             self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._delay_over)
 
     def _delay_over(self) -> None:
@@ -299,24 +298,16 @@ class RedisMemory(Memory):
 
     def _send_soon(self) -> None:
         """Have the writer send the queue as soon as the batch on the wire (if any) is done."""
-        self._due = True
+        self._due.set()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_batches())
-        elif self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
 
     async def _write_batches(self) -> None:
         """The writer: takes everything queued as one batch when it is due, sends it, tells
         those who wait, and again; idle, it waits for the next batch due."""
-        loop = asyncio.get_running_loop()
         while True:
-            if not self._due:
-                self._wake = loop.create_future()
-                try:
-                    await self._wake
-                finally:
-                    self._wake = None
-            self._due = False
+            await self._due.wait()
+            self._due.clear()
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
