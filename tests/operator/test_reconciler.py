@@ -1,4 +1,6 @@
-"""One reconcile of one resource (kaos.operator.reconciler), without kopf's machinery around it."""
+"""The change handlers and the resync timer of one resource (kaos.operator.handlers, with the
+converge of kaos.operator.reconciler and the one status writer, kaos.operator.status), called
+as kopf calls them, without kopf's machinery around them."""
 
 import copy
 import logging
@@ -8,17 +10,34 @@ import kopf
 from kaos.api import API_VERSION, FINALIZER, MODELAPI
 from kaos.backoff import Backoff
 from kaos.mcp_discovery import ToolDiscovery
-from kaos.operator.reconciler import OperatorState, reconcile
-from kaos.operator.world import World
+from kaos.operator.handlers import on_change, on_resync
+from kaos.operator.reconciler import OperatorState
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 
+LOGGER = logging.getLogger("test")
+
+
+def call(state: OperatorState, deployments: dict | None = None):
+    """handler(body) -> the status kopf would patch, with the indices holding ``deployments``."""
+    memo = kopf.Memo()
+    memo.kaos = state
+    indices = {"agent_index": {}, "modelapi_index": {}, "mcpserver_index": {}, "deployment_index": deployments or {}}
+
+    async def run(handler, body):
+        patch = kopf.Patch()
+        await handler(body=body, patch=patch, memo=memo, logger=LOGGER, **indices)
+        assert set(patch) <= {"status"}, f"{handler.__name__} patched {dict(patch)}"
+        return dict(patch.get("status") or {})
+
+    return run
+
 
 async def test_a_reconcile_racing_another_on_the_same_inputs_writes_no_status_again():
-    """The resync timer's first tick and the creation handler both reconcile a new object, the
-    second with a body taken before the first one's status patch reached the API: the status
-    is diffed against what the first one wrote, so the second writes none (no duplicate write,
-    lastTransitionTime kept); a status or annotation write alone is not an input."""
+    """The resync timer's first tick and the creation handler both converge a new object, the
+    second with a body taken before the first one's status patch reached the API: the handler
+    writes no status (no duplicate write) and the next tick, on the live body, none either
+    (lastTransitionTime kept); a status or annotation write alone is not an input."""
     class Backend:
         async def uninstall(self, release, namespace):  # an MCPServer with url has no release
             pass
@@ -26,10 +45,8 @@ async def test_a_reconcile_racing_another_on_the_same_inputs_writes_no_status_ag
     async def discover(url):
         return ["echo"]
 
-    settings = Settings()
-    state = OperatorState(settings=settings, backend=Backend(), backoff=Backoff(), tools=ToolDiscovery(list_tools=discover))
-    world = World({}, {}, {}, {})
-    logger = logging.getLogger("test")
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff(), tools=ToolDiscovery(list_tools=discover))
+    run = call(state)
     created = {
         "apiVersion": API_VERSION, "kind": "MCPServer",
         "metadata": {"name": "remote", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
@@ -38,31 +55,26 @@ async def test_a_reconcile_racing_another_on_the_same_inputs_writes_no_status_ag
     with_finalizer = copy.deepcopy(created)
     with_finalizer["metadata"].update(resourceVersion="2", finalizers=[FINALIZER])
 
-    async def run(body, force):
-        patch = kopf.Patch()
-        await reconcile(body, world=world, state=state, patch=patch, logger=logger, force=force)
-        return dict(patch.get("status") or {})
-
-    written = await run(created, force=False)  # the timer's first tick
+    written = await run(on_resync, created)  # the timer's first tick
     assert written["ready"] is True and written["tools"] == ["echo"]
-    assert await run(with_finalizer, force=True) == {}, "the creation handler rewrote the status"
+    assert await run(on_change, with_finalizer) == {}, "the creation handler rewrote the status"
 
-    handled = copy.deepcopy(with_finalizer)  # the echo of kopf's annotations, before the status
+    handled = copy.deepcopy(with_finalizer)  # kopf's annotations, after the timer's status
     handled["metadata"].update(resourceVersion="4", annotations={"kaos.tools/last-handled-configuration": "{}"})
-    assert await run(handled, force=False) == {}
+    handled["status"] = written
+    assert await run(on_resync, handled) == {}
 
     changed = copy.deepcopy(handled)
     changed["metadata"].update(resourceVersion="5", generation=2)
-    changed["status"] = written
-    assert await run(changed, force=False) == {"observedGeneration": 2}
+    assert await run(on_resync, changed) == {"observedGeneration": 2}
 
 
-async def test_a_status_put_back_by_a_late_patch_is_written_again_on_the_next_ticks():
-    """kopf applies a handler's patch after the handler returns: the creation handler's patch
-    (0/1 replicas ready) can land after the timer's newer one (Ready), and no input changes
-    again. A tick that sees another status than the one last written waits one more tick (a
-    body taken before our own patch arrived differs too, for a moment); the second one writes
-    the status again."""
+async def test_the_handlers_patch_no_status_and_the_timer_alone_brings_it_to_the_live_object():
+    """kopf applies a handler's patch after the handler returns, so a creation handler's status
+    (0/1 replicas ready) could land after the timer's newer one (Ready), for good, since no input
+    changes again. The change handlers write no status: each tick of the timer compares the
+    status the last outcome means with the live one, so a status put back by anyone is written
+    again on the next tick, and a live status that is right is left alone."""
     class Backend:
         async def deployed_revision(self, chart, release, namespace, values):
             return None
@@ -77,20 +89,15 @@ async def test_a_status_put_back_by_a_late_patch_is_written_again_on_the_next_ti
         "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
         "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
     }
-    logger = logging.getLogger("test")
+    starting, ready_world = call(state, {ref: [(0, 1)]}), call(state, {ref: [(1, 1)]})
 
-    async def run(body, world, force=False):
-        patch = kopf.Patch()
-        await reconcile(body, world=world, state=state, patch=patch, logger=logger, force=force)
-        return dict(patch.get("status") or {})
-
-    pending = await run(resource, World({}, {}, {}, {ref: [(0, 1)]}), force=True)
+    assert await starting(on_change, resource) == {}, "the creation handler wrote status"
+    assert state.records[ref].outcome is not None, "the handler recorded its outcome"
+    pending = await starting(on_resync, resource)
     assert pending["phase"] == "Pending"
-    ready_world = World({}, {}, {}, {ref: [(1, 1)]})
-    ready = await run({**resource, "status": pending}, ready_world)
+    ready = await ready_world(on_resync, {**resource, "status": pending})
     assert ready["phase"] == "Ready"
-    put_back = {**resource, "status": pending}  # the creation handler's patch landed last
-    assert await run(put_back, ready_world) == {}, "the first tick waits: it may be a body lagging behind"
-    again = await run(put_back, ready_world)
+    put_back = {**resource, "status": pending}  # another writer put the older status back
+    again = await ready_world(on_resync, put_back)
     assert again["phase"] == "Ready" and again["ready"] is True
-    assert await run({**resource, "status": {**pending, **again}}, ready_world) == {}
+    assert await ready_world(on_resync, {**resource, "status": {**pending, **again}}) == {}

@@ -2,11 +2,11 @@
 
 - indices keep the last seen state of every KAOS resource and the replica counts of the
   Deployments the workload charts create;
-- create/update/resume reconcile at once (helm upgrade --install) and retry helm failures
-  with backoff; delete runs helm uninstall behind the finalizer;
-- a timer per resource re-plans from the indices and acts only on a difference, so a
-  dependent follows its ModelAPI, MCP servers and peers (whatever the order of creation)
-  and status follows the Deployment.
+- create/update/resume converge at once (helm upgrade --install) and retry helm failures
+  with backoff; delete runs helm uninstall behind the finalizer; none of them writes status;
+- a timer per resource re-plans from the indices when they changed, so a dependent follows
+  its ModelAPI, MCP servers and peers (whatever the order of creation), and is the one
+  writer of status (kaos.operator.status).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from kaos.api import FINALIZER, GROUP, PLURALS, VERSION
 from kaos.backoff import Backoff
 from kaos.helm import Helm, HelmError
 from kaos.mcp_discovery import ToolDiscovery, discover_tools
-from kaos.operator.reconciler import OperatorState, reconcile, uninstall
+from kaos.operator.reconciler import OperatorState, converge, uninstall
+from kaos.operator.status import write_status
 from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
@@ -93,16 +94,18 @@ def _world(kwargs) -> World:
     )
 
 
-async def on_change(body, patch, memo, logger, **kwargs) -> None:
-    failure = await reconcile(body, world=_world(kwargs), state=memo.kaos, patch=patch, logger=logger, force=True)
-    if failure is not None:
-        raise kopf.TemporaryError(failure.describe(), delay=failure.delay)
+async def on_change(body, memo, logger, **kwargs) -> None:
+    outcome = await converge(body, world=_world(kwargs), state=memo.kaos, logger=logger, force=True)
+    if outcome.failure is not None:
+        raise kopf.TemporaryError(outcome.failure.describe(), delay=outcome.failure.delay)
 
 
 async def on_resync(body, patch, memo, logger, **kwargs) -> None:
     if body.get("metadata", {}).get("deletionTimestamp"):
         return
-    await reconcile(body, world=_world(kwargs), state=memo.kaos, patch=patch, logger=logger, force=False)
+    world = _world(kwargs)
+    outcome = await converge(body, world=world, state=memo.kaos, logger=logger, force=False)
+    await write_status(body, outcome, world=world, state=memo.kaos, patch=patch, logger=logger)
 
 
 async def on_delete(body, memo, logger, **_) -> None:

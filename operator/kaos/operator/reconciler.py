@@ -1,26 +1,21 @@
-"""One reconcile of one resource: plan with the core, converge its Helm release, write status.
+"""One converge of one resource: plan with the core and converge its Helm release; no status.
 
 Called by the kopf change handlers (force=True) and by each resource's resync timer
-(force=False). Helm runs only when the chart values differ from the last successful run in
-this process; the first time in a process (after a restart) only when the deployed release
+(force=False), which then writes status from the outcome (kaos.operator.status, the one
+writer). Helm runs only when the chart values differ from the last successful run in this
+process; the first time in a process (after a restart) only when the deployed release
 differs (its values or the objects the chart renders now); the timer also waits out the
-backoff after a helm failure, while a change handler (a kopf retry, or the user's edit) tries
-at once.
+backoff after a helm failure, while a change handler (a kopf retry, or the user's edit)
+tries at once.
 
-The timer and the change handlers run concurrently on the same object (a timer's first tick
-comes at once, alongside the creation or resume handler), each with a body taken before the
-other's status patch reached the API. So the status is diffed against what this process
-wrote last for the same inputs, not against a body that may predate that write; and the
-resource's own part of the fingerprint is its uid and generation (what the plan reads), not
-its resourceVersion, which every status and kopf annotation write changes.
+The resource's own part of the fingerprint is its uid and generation (what the plan reads),
+not its resourceVersion, which every status and kopf annotation write changes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
-import datetime
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -32,7 +27,6 @@ from kaos.metrics import reconciled, started
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
     DEPLOY,
-    MCPSERVER,
     Plan,
     Ref,
     cluster_endpoint_of,
@@ -47,9 +41,6 @@ from kaos.reconcile import (
 from kaos.settings import Settings, variable
 
 _UNSET = object()
-# Resync ticks in a row that must see a status other than the one last written before it is
-# written again (see _status_overwritten).
-OVERWRITE_TICKS = 2
 
 
 @dataclass
@@ -62,6 +53,33 @@ class HelmFailure:
         return f"helm {self.command} failed: {self.message} (retrying in {self.delay:g}s)"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What one converge found: the resource (with its CRD defaults) as planned, the plan,
+    and the helm failure that stands (only while the plan deploys)."""
+
+    inputs: tuple  # the fingerprint it was planned from
+    resource: dict
+    plan: Plan
+    failure: HelmFailure | None
+
+    def status(self, ready_replicas: int | None, replicas: int | None) -> dict:
+        """The status it means with these replica counts (without tools and transition times)."""
+        desired = status(self.resource, self.plan, ready_replicas, replicas)
+        return failed(desired, self.failure.describe(), reason="HelmFailed") if self.failure else desired
+
+
+@dataclass
+class Record:
+    """What the operator keeps of one resource between converges."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    outcome: Outcome | None = None  # of the last converge
+    failure: HelmFailure | None = None  # of the last helm run, until one succeeds
+    applied: Any = _UNSET  # the values of the last successful helm run
+    deployment_seen: bool = False  # the index has shown the release's Deployment since
+
+
 @dataclass
 class OperatorState:
     """Shared by all handlers (through kopf's memo)."""
@@ -70,24 +88,15 @@ class OperatorState:
     backend: Any  # apply(chart, release, namespace, values) / uninstall(release, namespace): kaos.helm.Helm
     backoff: Backoff
     tools: ToolDiscovery = field(default_factory=ToolDiscovery)  # status.tools of the MCPServers
-    applied: dict = field(default_factory=dict)  # Ref -> the values of the last successful helm run
-    failures: dict = field(default_factory=dict)  # Ref -> HelmFailure of the last helm run
-    seen: dict = field(default_factory=dict)  # Ref -> fingerprint of the inputs of the last reconcile
-    written: dict = field(default_factory=dict)  # Ref -> (fingerprint, the status as left by that reconcile)
-    overwrites: dict = field(default_factory=dict)  # Ref -> resync ticks in a row that saw another status
-    deployments_seen: set = field(default_factory=set)  # Refs whose Deployment the index has shown
-    locks: collections.defaultdict = field(default_factory=lambda: collections.defaultdict(asyncio.Lock))
+    records: dict[Ref, Record] = field(default_factory=dict)
+
+    def record(self, ref: Ref) -> Record:
+        return self.records.setdefault(ref, Record())
 
     def forget(self, ref: Ref) -> None:
-        for table in (self.applied, self.failures, self.seen, self.written, self.overwrites, self.locks):
-            table.pop(ref, None)
-        self.deployments_seen.discard(ref)
+        self.records.pop(ref, None)
         self.backoff.succeed(ref)
         self.tools.forget(ref)
-
-    def retry_due(self, ref: Ref) -> bool:
-        """A helm failure, or a failed tools/list whose backoff has passed, waits for a retry."""
-        return ref in self.failures or self.tools.retry_due(ref)
 
 
 def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
@@ -105,7 +114,7 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
 
 
 def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
-    """What a reconcile reads: the resource's spec (by uid and generation: its status and the
+    """What a converge reads: the resource's spec (by uid and generation: its status and the
     annotations kopf writes are not inputs), its dependencies by version, and its Deployment."""
     ref = ref_of(resource)
     metadata = resource.get("metadata") or {}
@@ -117,79 +126,67 @@ def _version(obj: Mapping[str, Any] | None):
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion", id(obj))
 
 
-async def reconcile(body, *, world: World, state: OperatorState, patch, logger, force: bool) -> HelmFailure | None:
-    """Returns the helm failure, if any, after writing it to status (the caller decides to retry).
+async def converge(body, *, world: World, state: OperatorState, logger, force: bool) -> Outcome:
+    """Plan the resource and converge its release; the outcome is recorded and returned.
 
-    Without force, nothing is done when no input changed since the last reconcile, no helm
-    failure waits for a retry and the status is still what the last reconcile wrote.
+    Without force, the last outcome stands when no input changed since and no helm retry is due.
     """
     ref = ref_of(body)
-    async with state.locks[ref]:
+    record = state.record(ref)
+    async with record.lock:
         resource = plain(body)  # after the wait: a timer's body follows the live object
         inputs = fingerprint(resource, world)
-        rewrite = False
-        if not force and not state.retry_due(ref) and state.seen.get(ref) == inputs:
-            if not _status_overwritten(ref, resource, state):
-                state.overwrites.pop(ref, None)
-                return None
-            # A body taken before our own last patch arrived differs too, for a moment: only a
-            # second tick that still sees another status writes it again.
-            state.overwrites[ref] = state.overwrites.get(ref, 0) + 1
-            if state.overwrites[ref] < OVERWRITE_TICKS:
-                return None
-            rewrite = True
-        state.overwrites.pop(ref, None)
-        state.seen[ref] = inputs
+        last = record.outcome
+        if not force and last is not None and last.inputs == inputs and not _retry_due(ref, last, state):
+            return last
         since = started()
-        previous = (resource.get("status") or {}) if rewrite else _previous_status(ref, resource, inputs, state)
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
-            drifted = _deployment_vanished(ref, current, world, state, logger)
-            failure = await _converge(ref, current, state, logger, force or drifted, drifted)
-        ready_replicas, replicas = world.replicas(ref)
-        desired = status(resource, current, ready_replicas, replicas)
-        if failure is not None:
-            desired = failed(desired, failure.describe(), reason="HelmFailed")
-        if ref.kind == MCPSERVER and desired["ready"]:
-            desired["tools"] = await state.tools.tools(ref, desired["endpoint"], logger=logger)
-        state.written[ref] = (inputs, _patch_status(previous, desired, patch))
-        reconciled(ref.kind, desired["phase"], since)
-        return failure
+            drifted = _deployment_vanished(ref, record, current, world, logger)
+            failure = await _converge_release(ref, record, current, state, logger, force or drifted, drifted)
+        record.outcome = Outcome(inputs, resource, current, failure)
+        reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
+        return record.outcome
+
+
+def _retry_due(ref: Ref, outcome: Outcome, state: OperatorState) -> bool:
+    return outcome.failure is not None and not state.backoff.blocked(ref)
 
 
 async def uninstall(body, *, state: OperatorState, logger) -> None:
     ref = ref_of(body)
-    async with state.locks[ref]:
+    async with state.record(ref).lock:
         await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
         logger.info(f"uninstalled release {release_name(ref.kind, ref.name)}")
     state.forget(ref)
 
 
-def _deployment_vanished(ref: Ref, current: Plan, world: World, state: OperatorState, logger) -> bool:
+def _deployment_vanished(ref: Ref, record: Record, current: Plan, world: World, logger) -> bool:
     """The release's Deployment was seen and is gone (deleted by hand, or by anyone but helm):
     the release must be applied again, whatever its recorded values say."""
     if world.replicas(ref) != (None, None):
-        state.deployments_seen.add(ref)
+        record.deployment_seen = True
         return False
-    if ref not in state.deployments_seen:
+    if not record.deployment_seen:
         return False
-    state.deployments_seen.discard(ref)
-    state.applied.pop(ref, None)
+    record.deployment_seen = False
+    record.applied = _UNSET
     logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
     return True
 
 
-async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force: bool,
-                    drifted: bool = False) -> HelmFailure | None:
+async def _converge_release(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,
+                            force: bool, drifted: bool) -> HelmFailure | None:
+    """Helm, when the values differ from the last successful run; the helm failure that stands."""
     values = current.values
-    if state.applied.get(ref, _UNSET) == values:
+    if record.applied == values:
         return None
     if not force and state.backoff.blocked(ref):
-        return state.failures.get(ref)
-    if (ref not in state.applied and values is not None and not drifted
-            and await _already_deployed(ref, current, state, logger)):
-        state.applied[ref] = copy.deepcopy(values)
+        return record.failure
+    if record.applied is _UNSET and values is not None and not drifted \
+            and await _already_deployed(ref, current, state, logger):
+        _succeeded(ref, record, values, state)
         return None
     command = f"upgrade --install {current.release}" if values is not None else f"uninstall {current.release}"
     try:
@@ -200,19 +197,22 @@ async def _converge(ref: Ref, current: Plan, state: OperatorState, logger, force
             logger.info(f"release {current.release} applied (revision {revision})")
     except Exception as error:  # HelmError, or anything else from helm's edge: retried the same way
         message = str(error) if isinstance(error, HelmError) else f"{type(error).__name__}: {error}"
-        failure = HelmFailure(command, message, state.backoff.fail(ref))
-        state.failures[ref] = failure
-        state.applied.pop(ref, None)
-        logger.warning(failure.describe())
-        return failure
-    state.applied[ref] = copy.deepcopy(values)
-    state.failures.pop(ref, None)
-    state.backoff.succeed(ref)
+        record.failure = HelmFailure(command, message, state.backoff.fail(ref))
+        record.applied = _UNSET
+        logger.warning(record.failure.describe())
+        return record.failure
+    _succeeded(ref, record, values, state)
     return None
 
 
+def _succeeded(ref: Ref, record: Record, values, state: OperatorState) -> None:
+    record.applied = copy.deepcopy(values)
+    record.failure = None
+    state.backoff.succeed(ref)
+
+
 async def _already_deployed(ref: Ref, current: Plan, state: OperatorState, logger) -> bool:
-    """First reconcile in this process (a start or restart): is the release already what the plan asks for?"""
+    """First converge in this process (a start or restart): is the release already what the plan asks for?"""
     try:
         revision = await state.backend.deployed_revision(current.chart, current.release, ref.namespace, current.values)
     except Exception as error:  # the upgrade that follows retries and reports helm's trouble
@@ -222,48 +222,3 @@ async def _already_deployed(ref: Ref, current: Plan, state: OperatorState, logge
         return False
     logger.info(f"release {current.release} is up to date (revision {revision})")
     return True
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
-    """Keep a condition's lastTransitionTime while its status stays the same."""
-    before = {c.get("type"): c for c in previous.get("conditions") or []}
-    conditions = []
-    for condition in desired["conditions"]:
-        old = before.get(condition["type"]) or {}
-        same = old.get("status") == condition["status"] and old.get("lastTransitionTime")
-        conditions.append({**condition, "lastTransitionTime": old["lastTransitionTime"] if same else _now()})
-    return {**desired, "conditions": conditions}
-
-
-def _status_overwritten(ref: Ref, resource: Mapping[str, Any], state: OperatorState) -> bool:
-    """The live status is not what the last reconcile wrote. kopf applies a handler's patch
-    after the handler returns, so a creation handler's patch can land after a timer's newer one
-    and put back the older status (e.g. 0/1 replicas ready once the Deployment is ready, for
-    good, since no input changes again); anyone else may have written it too."""
-    written = state.written.get(ref)
-    if written is None:
-        return False
-    live = resource.get("status") or {}
-    return any(live.get(key) != value for key, value in written[1].items())
-
-
-def _previous_status(ref: Ref, resource: Mapping[str, Any], inputs: tuple, state: OperatorState) -> Mapping[str, Any]:
-    """The status to diff against: what the last reconcile of the same inputs left it as (the
-    body may have been taken before that reconcile's patch was applied), else the body's."""
-    written = state.written.get(ref)
-    if written is not None and written[0] == inputs:
-        return written[1]
-    return resource.get("status") or {}
-
-
-def _patch_status(previous: Mapping[str, Any], desired: dict, patch) -> dict:
-    """Put the differences into kopf's patch; returns the status once the patch is applied."""
-    desired = _with_transition_times(previous, desired)
-    for key, value in desired.items():
-        if previous.get(key) != value:
-            patch.status[key] = value
-    return {**previous, **desired}
