@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from kaos.local.containers import local_process
-from kaos.local.controlplane import local_which, process_base_env
+from kaos.local.workloads import local_which, process_base_env
 from tests.support.processes import Service, free_port
 
 

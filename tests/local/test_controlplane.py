@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from kaos.api import API_VERSION
-from kaos.local.controlplane import ControlPlane, validate_documents
+from kaos.local.controlplane import ControlPlane
 from kaos.local.manifests import ApplyError
+from kaos.local.store import validate_documents
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 from tests.support.polling import eventually
@@ -56,11 +57,11 @@ async def control(tmp_path):
 
 
 def phase(plane, kind, name):
-    return (plane.resources.get(Ref(kind, "default", name), {}).get("status") or {}).get("phase")
+    return (plane.store.resources.get(Ref(kind, "default", name), {}).get("status") or {}).get("phase")
 
 
 def info(plane, kind, name) -> dict:
-    port = plane.ports[Ref(kind, "default", name)]
+    port = plane.workloads.ports[Ref(kind, "default", name)]
     return httpx.get(f"http://127.0.0.1:{port}/").json()
 
 
@@ -75,14 +76,14 @@ def pid_of(plane, kind, name) -> int | None:
 async def test_agent_waits_for_its_modelapi_then_runs_with_its_url(control):
     control.apply([(agent(), "a.yaml")])
     await eventually(lambda: phase(control, "Agent", "a") == "Waiting", timeout=30)
-    assert "ModelAPI llm (not found)" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
+    assert "ModelAPI llm (not found)" in control.store.resources[Ref("Agent", "default", "a")]["status"]["message"]
     control.apply([(MODELAPI, "m.yaml")])
     await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     assert phase(control, "ModelAPI", "llm") == "Ready"
     env = info(control, "Agent", "a")["env"]
-    assert env["MODEL_API_URL"] == control.endpoint_of("ModelAPI", "default", "llm")
+    assert env["MODEL_API_URL"] == control.workloads.endpoint_of("ModelAPI", "default", "llm")
     assert env["HOST"] == "127.0.0.1"
-    assert env["PORT"] == str(control.ports[Ref("Agent", "default", "a")])
+    assert env["PORT"] == str(control.workloads.ports[Ref("Agent", "default", "a")])
     litellm = info(control, "ModelAPI", "llm")
     config = litellm["argv"][litellm["argv"].index("--config") + 1]
     assert config.startswith(str(control.home / "volumes"))
@@ -101,7 +102,7 @@ async def test_changed_manifest_rolls_the_process_unchanged_does_not(control):
     await eventually(lambda: pid_of(control, "Agent", "a") not in (None, first), timeout=30)
     await eventually(lambda: phase(control, "Agent", "a") == "Ready", timeout=30)
     assert info(control, "Agent", "a")["env"]["AGENT_INSTRUCTIONS"] == "Be terse."
-    assert control.resources[Ref("Agent", "default", "a")]["metadata"]["generation"] == 2
+    assert control.store.resources[Ref("Agent", "default", "a")]["metadata"]["generation"] == 2
 
 
 async def test_delete_stops_the_process(control):
@@ -137,16 +138,16 @@ async def test_dependents_follow_their_dependency(control):
 async def test_model_not_offered_fails_with_the_core_message(control):
     control.apply([(MODELAPI, "m.yaml"), (agent(model="other"), "a.yaml")])
     await eventually(lambda: phase(control, "Agent", "a") == "Failed", timeout=30)
-    assert "'other'" in control.resources[Ref("Agent", "default", "a")]["status"]["message"]
+    assert "'other'" in control.store.resources[Ref("Agent", "default", "a")]["status"]["message"]
 
 
 async def test_hosted_modelapi_without_ollama_is_failed(control, monkeypatch):
-    control.which = lambda name: None if name == "ollama" else "/bin/true"
+    control.workloads.which = lambda name: None if name == "ollama" else "/bin/true"
     # engine ollama named: without it smollm2:135m runs on llama.cpp (tests/realmodel)
     hosted = {**MODELAPI, "spec": {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m", "engine": "ollama"}}}
     control.apply([(hosted, "h.yaml")])
     await eventually(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=30)
-    assert "ollama" in control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
+    assert "ollama" in control.store.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
 
 
 def test_invalid_manifest_names_the_file_and_the_field():
@@ -175,10 +176,10 @@ async def test_crash_loop_is_failed_with_a_message_and_still_restarted(control, 
     crasher = tmp_path / "crasher"
     crasher.write_text(f"#!{sys.executable}\nimport sys\nprint('cannot start: missing setting')\nsys.exit(3)\n")
     crasher.chmod(0o755)
-    control.which = lambda name: str(crasher)
+    control.workloads.which = lambda name: str(crasher)
     control.apply([(MODELAPI, "m.yaml")])
     await eventually(lambda: phase(control, "ModelAPI", "llm") == "Failed", timeout=60)
-    message = control.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
+    message = control.store.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
     assert "crash loop" in message and "exit code 3" in message
     log = control.deployments()[0]["log"]
     assert "cannot start: missing setting" in open(log).read()

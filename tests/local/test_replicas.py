@@ -15,9 +15,10 @@ import socket
 import httpx
 import pytest
 
-from kaos.local.controlplane import ControlPlane, local_which
+from kaos.local.controlplane import ControlPlane
 from kaos.local.gateway import Gateway
 from kaos.local.redis_server import MISSING
+from kaos.local.workloads import local_which
 from kaos.reconcile import Ref
 from kaos.routes import Route
 from kaos.settings import Settings
@@ -40,7 +41,7 @@ async def control(tmp_path):
 
 
 def status(plane, name="a") -> dict:
-    return plane.resources[Ref("Agent", "default", name)].get("status") or {}
+    return plane.store.resources[Ref("Agent", "default", name)].get("status") or {}
 
 
 def pid_at(port: int) -> int:
@@ -54,7 +55,7 @@ async def test_replicas_run_one_process_each_behind_the_gateway_and_the_workload
     ref = Ref("Agent", "default", "a")
     replicas = control.workloads[ref].supervisor
     ports = [process.port for process in replicas.processes]
-    assert len(set(ports)) == 3 and control.ports[ref] not in ports
+    assert len(set(ports)) == 3 and control.workloads.ports[ref] not in ports
     pids = {pid_at(port) for port in ports}
     assert len(pids) == 3 and set(replicas.pids) == pids
     route = Route("default", "Agent", "a", "/")
@@ -84,7 +85,7 @@ async def test_replicas_with_local_memory_are_failed_with_the_rule(control):
 
 
 async def test_redis_memory_without_redis_server_is_failed_naming_what_to_install(control):
-    control.which = lambda name: None if name == "redis-server" else control_program(control)
+    control.workloads.which = lambda name: None if name == "redis-server" else control_program(control)
     control.apply([(MODELAPI, "m.yaml"), (agent(memory={"backend": "redis"}), "a.yaml")])
     await eventually(lambda: phase(control, "Agent", "a") == "Failed", timeout=30)
     message = status(control)["message"]
@@ -124,9 +125,9 @@ async def test_two_real_replicas_share_a_local_redis_behind_the_gateway(real_con
     await eventually(lambda: phase(control, "Agent", "remember") == "Ready", timeout=90)
     ref = Ref("Agent", "default", "remember")
     replicas = control.workloads[ref].supervisor
-    assert replicas.count == 2 and control.redis.ready
+    assert replicas.count == 2 and control.workloads.redis.ready
     env = replicas.processes[0].env_dict
-    assert env["MEMORY_BACKEND"] == "redis" and env["REDIS_URL"] == control.redis.url
+    assert env["MEMORY_BACKEND"] == "redis" and env["REDIS_URL"] == control.workloads.redis.url
     assert env["MEMORY_KEY_PREFIX"] == "kaos:default:agent:remember"
     gateway = Gateway(control.backend_of)
     try:
@@ -146,12 +147,12 @@ async def test_two_real_replicas_share_a_local_redis_behind_the_gateway(real_con
     assert stored["total"] == 20
     assert [e["content"] for e in stored["events"] if e["event_type"] == "user_message"] == [
         "hi", *[f"more {index}" for index in range(9)]]
-    logs = [control.log_path("default", "agent-remember"),
-            control.log_path("default", "agent-remember").with_name("agent-remember-1.log")]
+    logs = [control.workloads.log_path("default", "agent-remember"),
+            control.workloads.log_path("default", "agent-remember").with_name("agent-remember-1.log")]
     served = [open(log).read().count("POST /v1/chat/completions") for log in logs]
     assert all(count >= 3 for count in served) and sum(served) == 10, served
-    redis_pid = control.redis.supervisor.pid
-    port = int(control.redis.url.rsplit(":", 1)[1].split("/")[0])
+    redis_pid = control.workloads.redis.supervisor.pid
+    port = int(control.workloads.redis.url.rsplit(":", 1)[1].split("/")[0])
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(b"KEYS kaos:default:agent:remember:*\r\n")
         keys = sock.recv(4096).decode()

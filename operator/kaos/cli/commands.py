@@ -28,7 +28,7 @@ class UsageError(Exception):
 
 
 def _documents(paths: list[str], settings) -> list[tuple[dict, str]]:
-    from kaos.local.controlplane import validate_documents  # jsonschema and the core: only when needed
+    from kaos.local.store import validate_documents  # jsonschema and the core: only when needed
 
     documents = load_manifests(paths)
     try:

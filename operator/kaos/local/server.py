@@ -21,11 +21,12 @@ import uvicorn
 
 from kaos.api import KIND_ALIASES, KINDS
 from kaos.console import Console, LocalCatalog
-from kaos.local.controlplane import ControlPlane, validate_documents
+from kaos.local.controlplane import ControlPlane
 from kaos.local.gateway import Gateway
 from kaos.local.manifests import CORE_KINDS, ApplyError
 from kaos.local.ports import LOOPBACK, PortInUse, check_port_free
 from kaos.local.state import State, clear_state, write_state
+from kaos.local.store import validate_documents
 from kaos.metrics import CONTENT_TYPE, exposition
 from kaos.proxy import read_body, send_json
 from kaos.reconcile import Ref
