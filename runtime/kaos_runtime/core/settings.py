@@ -33,7 +33,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
-from .tool_calling import check_scripted
+from .mock_responses import check_scripted
 
 CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -186,7 +186,7 @@ class MemorySettings(_Settings):
 
 
 class BudgetSettings(_Settings):
-    """Token budgets checked before each model call (kaos_runtime/budget.py); 0: no limit."""
+    """Token budgets checked before each model call (core/budget.py); 0: no limit."""
 
     tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_MINUTE")
     tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_DAY")
@@ -202,7 +202,7 @@ class BudgetSettings(_Settings):
 
 
 class AuthSettings(_Settings):
-    """Bearer authentication of the runtime's endpoints (kaos_runtime/auth.py); nothing set: open."""
+    """Bearer authentication of the runtime's endpoints (core/auth.py); nothing set: open."""
 
     # Comma (or newline) separated API keys; a Secret's value through secretKeyRef.
     api_keys_value: SecretStr = Field("", validation_alias="AUTH_API_KEYS")
@@ -238,13 +238,13 @@ class AgentSettings(_Settings):
     api_key: SecretStr = Field("sk-kaos-no-key", validation_alias=AliasChoices("MODEL_API_KEY", "OPENAI_API_KEY"))
     max_steps: int = _from_agent_crd("AGENTIC_LOOP_MAX_STEPS")
     peers: tuple[Peer, ...] = ()
-    # A2A agents reached by URL (their base or card URL); their names come from their cards (a2a_peer.py).
+    # A2A agents reached by URL (their base or card URL); their names come from their cards (clients/a2a_peer.py).
     a2a_peers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="A2A_PEER_URLS")
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
-    # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see tool_calling.py).
+    # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see core/mock_responses.py).
     mock_responses: Annotated[tuple[str | dict, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
     max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")

@@ -6,7 +6,7 @@ Memory they wrap and count each call on the way (the memory: which sessions this
 on, for ``kaos_agent_active_sessions``); ``RequestMetrics`` is an ASGI middleware that counts the
 work requests (``WORK_PATHS``) by endpoint and outcome. Each Runtime has its own registry, so
 several agents in one process (tests) never share counters. With ``METRICS_ENABLED=false`` the
-agent installs none of them (agent_app.py).
+agent installs none of them (service/runtime.py).
 
 The numbers are plain Python values that ``Metrics.collect`` (a prometheus_client custom
 collector) turns into metric families at scrape time: a request updates a few dict and list

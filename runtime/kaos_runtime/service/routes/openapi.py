@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .auth import EXEMPT_PATHS
-from .chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
-from .memory import EVENT_TYPES
-from .peers import DEPTH_HEADER
+from ...clients.peers import DEPTH_HEADER
+from ...core.auth import EXEMPT_PATHS
+from ...memory import EVENT_TYPES
+from ...protocols.chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
