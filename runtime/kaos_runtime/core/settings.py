@@ -33,6 +33,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
+from .api_keys import parse_api_keys
 from .mock_responses import check_scripted
 
 CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
@@ -204,7 +205,7 @@ class BudgetSettings(_Settings):
 class AuthSettings(_Settings):
     """Bearer authentication of the runtime's endpoints (core/auth.py); nothing set: open."""
 
-    # Comma (or newline) separated API keys; a Secret's value through secretKeyRef.
+    # Comma (or newline) separated API keys (core/api_keys.py); a Secret's value through secretKeyRef.
     api_keys_value: SecretStr = Field("", validation_alias="AUTH_API_KEYS")
     # OIDC: JWTs signed by a key of this JWKS; issuer and audience checked when set.
     oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
@@ -216,8 +217,8 @@ class AuthSettings(_Settings):
 
     def api_keys(self) -> list[tuple[str, str]]:
         """(name, key): the name is the key's place in the list (1, 2, ...), never the key."""
-        keys = [key.strip() for key in self.api_keys_value.get_secret_value().replace("\n", ",").split(",")]
-        return [(str(number), key) for number, key in enumerate((key for key in keys if key), start=1)]
+        return [(str(number), key)
+                for number, key in enumerate(parse_api_keys(self.api_keys_value.get_secret_value()), start=1)]
 
     @field_validator("oidc_jwks_url")
     @classmethod
