@@ -54,9 +54,6 @@ class CallAssembler:
     def __init__(self) -> None:
         self._parts: dict[int, dict] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self._parts)
-
     def add(self, fragments: Iterable[Any]) -> None:
         for fragment in fragments:
             fragment = fragment if isinstance(fragment, dict) else _as_dict(fragment)

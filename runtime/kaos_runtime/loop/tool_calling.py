@@ -16,7 +16,6 @@ from ..clients.tool_calls import NativeCall
 from .blocks import Action, BadBlock, Delegation, ToolCall
 
 DELEGATE_TOOL = "delegate"
-MODES = ("auto", "native", "fenced")
 
 
 def openai_tools(skills: list[dict], peers: list[dict]) -> list[dict]:

@@ -26,7 +26,7 @@ from ..core.budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, ERROR, set_outcome
 from ..memory import MemoryUnavailable
-from .openai_format import completion_id
+from .openai_format import completion_id, unavailable
 
 log = logging.getLogger("kaos_runtime.streaming")
 
@@ -138,8 +138,7 @@ class ChatStream:
         except MemoryUnavailable as error:  # the 503 of a plain request, once the stream has begun
             log.warning("streamed request stopped: %s", error)
             set_outcome(scope, ERROR)
-            await sink.write(_frame({"error": {"message": f"{error}; try again shortly", "type": "service_unavailable",
-                                               "code": 503}}))
+            await sink.write(_frame(unavailable(error)))
             usage = no_usage()
         except Exception as error:  # a fault of the runtime itself: say so, as the 500 of a plain request does
             log.exception("streamed request failed")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
@@ -25,14 +24,7 @@ def completion(model: str, content: str, session_id: str, usage: dict[str, int])
     }
 
 
-def stream_events(model: str, content: str) -> list[bytes]:
-    """SSE frames: a role chunk, the whole content in one chunk, a finish chunk, [DONE]."""
-    base = {"id": completion_id(), "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
-    chunks = [
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-    ]
-    frames = [f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode() for chunk in chunks]
-    frames.append(b"data: [DONE]\n\n")
-    return frames
+def unavailable(error: Exception) -> dict:
+    """The OpenAI-style error body of a 503 the client may retry shortly (the agent's shared
+    memory cannot be reached): the plain answer's body and a stream's error frame alike."""
+    return {"error": {"message": f"{error}; try again shortly", "type": "service_unavailable", "code": 503}}

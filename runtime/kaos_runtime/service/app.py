@@ -23,6 +23,7 @@ from ..core.telemetry import Telemetry
 from ..memory import MemoryUnavailable
 from ..protocols import a2a_server, agent_mcp
 from ..protocols.chat_request import BadRequest
+from ..protocols.openai_format import unavailable
 from .responses import json_response
 from .routes import chat, discovery, health, memory, metrics, openapi
 from .runtime import Runtime
@@ -57,7 +58,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     @app.exception_handler(MemoryUnavailable)
     async def memory_unavailable(_: Request, error: MemoryUnavailable) -> Response:
         # A shared memory that cannot be reached: a clear 503 the client may retry, never a 500.
-        return json_response({"detail": f"{error}; try again shortly"}, 503, headers={"Retry-After": "1"})
+        return json_response(unavailable(error), 503, headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, error: Exception) -> Response:

@@ -70,7 +70,8 @@ OPTIONAL_INT = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": INT_MAX},
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.",
                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
 SESSION_OUT = {SESSION_HEADER: {"description": "The session of this exchange.", "schema": _string()}}
-MEMORY_DOWN = _error("The memory backend (Redis) cannot be reached; try again shortly.", RETRY_AFTER)
+MEMORY_DOWN = _json(_ref("UnavailableError"), "The memory backend (Redis) cannot be reached; try again shortly.",
+                    RETRY_AFTER)
 
 
 def _schemas() -> dict:
@@ -132,6 +133,9 @@ def _schemas() -> dict:
         "BudgetError": _object(("error",), "OpenAI's rate-limit error shape.", error=_object(
             ("message", "type", "param", "code"), message=_string(), type={"const": "budget_exceeded"},
             param={"type": "null"}, code={"const": "budget_exceeded"})),
+        "UnavailableError": _object(("error",), "OpenAI's error shape, for a 503 worth retrying shortly.", error=_object(
+            ("message", "type", "code"), message=_string(), type={"const": "service_unavailable"},
+            code={"const": 503})),
         "ContentPart": part,
         "ChatMessage": message,
         "ChatRequest": chat_request,
