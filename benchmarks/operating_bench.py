@@ -93,7 +93,7 @@ def metrics_share(calls: int = 20000) -> float:
     """Microseconds the metrics add per request in process: the middleware's bookkeeping, one
     model call with its tokens (counter and histogram updates), a new session's two events
     noted as active (kaos_agent_active_sessions)."""
-    from kaos_runtime.metrics import Metrics
+    from kaos_runtime.core.metrics import Metrics
 
     metrics = Metrics()
     usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}

@@ -9,7 +9,10 @@
 - the runtime (kaos_runtime, the data plane) and the control side (kaos) import nothing of each other;
 - inside the local control plane (kaos.local): the server, then the control plane that puts the
   parts together, then the reconcile loop, then the workloads and the resource store beside each
-  other (never importing each other).
+  other (never importing each other);
+- inside the runtime: the command (__main__) on top; the agent's service, the python-string MCP
+  server and the engines beside each other; the protocols; the agentic loop; the clients; the
+  memory; the core (settings, errors, auth, budgets, metrics, telemetry) at the bottom.
 
 The second test breaks each rule in a copy of the packages and checks that the linter says so.
 The last one keeps the KAOS_* variables in kaos.settings: no other module of kaos reads one.
@@ -40,6 +43,12 @@ VIOLATIONS = [
     ("kaos/reconcile/plan.py", "import aiohttp", "kaos.reconcile.plan -> aiohttp"),
     ("kaos_runtime/__init__.py", "import kaos.api", "kaos_runtime -> kaos.api"),
     ("kaos/local/store.py", "import kaos.local.workloads", "kaos.local.store -> kaos.local.workloads"),
+    ("kaos_runtime/core/settings.py", "import kaos_runtime.loop.tool_calling",
+     "kaos_runtime.core.settings -> kaos_runtime.loop.tool_calling"),
+    ("kaos_runtime/clients/model.py", "import kaos_runtime.loop.step_gate",
+     "kaos_runtime.clients.model -> kaos_runtime.loop.step_gate"),
+    ("kaos_runtime/mcp_server/server.py", "import kaos_runtime.service.app",
+     "kaos_runtime.mcp_server.server -> kaos_runtime.service.app"),
 ]
 
 

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .settings import ServerSettings
+    from .core.settings import ServerSettings
 
 USAGE = """usage: kaos-runtime {agent|mcp}
 
@@ -26,9 +26,9 @@ def _serve(app, server: ServerSettings) -> None:
 
 
 def _agent(server: ServerSettings) -> None:
-    from .agent_app import create_app
-    from .settings import AgentSettings, TelemetrySettings
-    from .telemetry import setup_telemetry
+    from .core.settings import AgentSettings, TelemetrySettings
+    from .core.telemetry import setup_telemetry
+    from .service.app import create_app
 
     settings = AgentSettings.from_env()
     telemetry = setup_telemetry(TelemetrySettings.from_env(), f"agent-{settings.name}")
@@ -36,8 +36,8 @@ def _agent(server: ServerSettings) -> None:
 
 
 def _mcp(server: ServerSettings) -> None:
-    from .mcp_server import create_mcp_app
-    from .settings import McpServerSettings
+    from .core.settings import McpServerSettings
+    from .mcp_server.server import create_mcp_app
 
     settings = McpServerSettings.from_env()
     app = create_mcp_app(settings.tools_source, name=settings.server_name, path=settings.path,
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or args[0] not in ("agent", "mcp"):
         print(USAGE, file=sys.stderr)
         return 2
-    from .settings import ServerSettings
+    from .core.settings import ServerSettings
 
     try:
         server = ServerSettings.from_env()

@@ -12,9 +12,9 @@ import pytest
 
 from kaos.local.containers import CannotRunLocally, local_process
 from kaos.local.llamacpp import installed_file
-from kaos.local.llamacpp_server import SHUTDOWN_GRACE
 from kaos.local.ports import free_port
 from kaos.local.supervisor import STOP_GRACE
+from kaos_runtime.engines.llamacpp_server import SHUTDOWN_GRACE
 from tests.charts.rendering import one, render
 from tests.support.polling import wait_until
 
@@ -35,7 +35,7 @@ def run(deployment, installed=INSTALLED.get):
 
 def test_the_rendered_server_runs_as_llama_cpp_python_with_the_installed_package():
     process = run(deployment(**PACKAGE))
-    assert process.argv == (sys.executable, "-m", "kaos.local.llamacpp_server",
+    assert process.argv == (sys.executable, "-m", "kaos_runtime.engines.llamacpp_server",
                             "--model", INSTALLED[PACKAGE["file"]], "--model_alias", "smollm2:135m",
                             "--host", "127.0.0.1", "--port", "8123", "--n_ctx", "2048")
     assert process.readiness_path == "/v1/models"
@@ -77,10 +77,10 @@ def test_installed_file_searches_the_import_path():
     assert installed_file("no_such_package/x.gguf") is None
 
 
-# kaos.local.llamacpp_server's serve() with an app whose streamed completion never ends.
+# kaos_runtime.engines.llamacpp_server's serve() with an app whose streamed completion never ends.
 HOLDING_SERVER = """
 import asyncio, sys
-from kaos.local.llamacpp_server import serve
+from kaos_runtime.engines.llamacpp_server import serve
 
 async def app(scope, receive, send):
     if scope["type"] != "http":

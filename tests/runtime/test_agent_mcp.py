@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from kaos_runtime.agent_mcp import tool_name
-from kaos_runtime.chat_request import SESSION_ID_PATTERN
+from kaos_runtime.protocols.agent_mcp import tool_name
+from kaos_runtime.protocols.chat_request import SESSION_ID_PATTERN
 
 from .conftest import agent_env, events
 

@@ -1,8 +1,8 @@
-"""kaos_runtime.blocks: the fenced tool_call / delegate blocks of a model reply."""
+"""kaos_runtime.loop.blocks: the fenced tool_call / delegate blocks of a model reply."""
 
 from __future__ import annotations
 
-from kaos_runtime.blocks import BadBlock, Delegation, ToolCall, find_action
+from kaos_runtime.loop.blocks import BadBlock, Delegation, ToolCall, find_action
 
 
 def test_find_action():

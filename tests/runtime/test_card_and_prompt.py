@@ -1,4 +1,4 @@
-"""What an agent tells about itself: its card (agent_app.agent_card), the public URL the cards
+"""What an agent tells about itself: its card (service.routes.discovery.agent_card), the public URL the cards
 name (public_url) and its system prompt (prompts)."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from kaos_runtime.agent_app import agent_card
-from kaos_runtime.prompts import system_prompt
-from kaos_runtime.public_url import public_base_url
-from kaos_runtime.settings import AgentSettings
+from kaos_runtime.core.settings import AgentSettings
+from kaos_runtime.loop.prompts import system_prompt
+from kaos_runtime.protocols.public_url import public_base_url
+from kaos_runtime.service.routes.discovery import agent_card
 
 
 def test_card_capabilities():

@@ -1,10 +1,16 @@
-"""kaos_runtime.chat_request: validation of a chat completions body (4xx, never 500)."""
+"""kaos_runtime.protocols.chat_request: validation of a chat completions body (4xx, never 500)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaos_runtime.chat_request import BadRequest, parse_chat_body, parse_depth, parse_limit, parse_session_header
+from kaos_runtime.protocols.chat_request import (
+    BadRequest,
+    parse_chat_body,
+    parse_depth,
+    parse_limit,
+    parse_session_header,
+)
 
 
 @pytest.mark.parametrize("raw, detail", [

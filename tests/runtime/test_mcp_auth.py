@@ -123,7 +123,7 @@ def test_no_planted_key_in_logs_or_memory(guarded_tools, credentialed_agent, log
 
 
 def test_settings_read_each_servers_token_and_keep_it_out_of_repr():
-    from kaos_runtime.settings import AgentSettings, McpServerSettings
+    from kaos_runtime.core.settings import AgentSettings, McpServerSettings
 
     settings = AgentSettings.from_env({"MCP_SERVERS": "my-tools,open", "MCP_SERVER_MY_TOOLS_URL": "http://t:8000",
                                        "MCP_SERVER_MY_TOOLS_TOKEN": TOOL_KEY, "MCP_SERVER_OPEN_URL": "http://o/mcp"})

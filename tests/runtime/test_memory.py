@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
+from kaos_runtime.core.settings import ConfigError, MemorySettings
 from kaos_runtime.memory import Memory, MemoryUnavailable, create_memory
 from kaos_runtime.memory.local import LocalMemory
 from kaos_runtime.memory.redis_store import RedisMemory
-from kaos_runtime.settings import ConfigError, MemorySettings
 from tests.support.polling import eventually
 from tests.support.redis_server import RedisServer
 

@@ -9,9 +9,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kaos_runtime.agent_app import create_app
-from kaos_runtime.metrics import ActiveSessions, Metrics, outcome_of
-from kaos_runtime.settings import AgentSettings
+from kaos_runtime.core.metrics import ActiveSessions, Metrics, outcome_of
+from kaos_runtime.core.settings import AgentSettings
+from kaos_runtime.service.app import create_app
 from tests.support.redis_server import RedisServer
 
 from .conftest import agent_env, chat
@@ -217,6 +217,6 @@ def test_metrics_can_be_turned_off(start, mock_model):
     runtime_of = create_app(AgentSettings.from_env({"METRICS_ENABLED": "false"}))
     runtime = runtime_of.state.runtime
     assert runtime.metrics is None and runtime.budget.on_reject is None
-    assert all(middleware.cls.__module__ != "kaos_runtime.metrics" for middleware in runtime_of.user_middleware)
+    assert all(middleware.cls.__module__ != "kaos_runtime.core.metrics" for middleware in runtime_of.user_middleware)
     wrapped = (runtime.memory, runtime.model._inner, runtime.tools, runtime.peers._inner)
-    assert not any(type(part).__module__ == "kaos_runtime.metrics" for part in wrapped)
+    assert not any(type(part).__module__ == "kaos_runtime.core.metrics" for part in wrapped)

@@ -1,4 +1,4 @@
-"""kaos_runtime.model: the pure parts of the model client."""
+"""kaos_runtime.clients.model: the pure parts of the model client."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from kaos_runtime.model import openai_base_url
+from kaos_runtime.clients.model import openai_base_url
 
 
 def test_openai_base_url_appends_v1_once():
@@ -23,7 +23,7 @@ class Spy:
         if name == "litellm" and not seen:
             seen.append(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"))
 sys.meta_path.insert(0, Spy())
-from kaos_runtime.model import import_litellm
+from kaos_runtime.clients.model import import_litellm
 import_litellm()
 print(seen)
 """

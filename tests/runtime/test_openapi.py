@@ -15,9 +15,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from kaos_runtime.agent_app import create_app
-from kaos_runtime.openapi import OPENAPI_PATH
-from kaos_runtime.settings import AgentSettings
+from kaos_runtime.core.settings import AgentSettings
+from kaos_runtime.service.app import create_app
+from kaos_runtime.service.routes.openapi import OPENAPI_PATH
 
 from .conftest import agent_env
 

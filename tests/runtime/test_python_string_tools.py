@@ -1,10 +1,10 @@
-"""kaos_runtime.python_string_tools: MCP_TOOLS_STRING -> tool functions."""
+"""kaos_runtime.mcp_server.python_string_tools: MCP_TOOLS_STRING -> tool functions."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaos_runtime.python_string_tools import ToolsSourceError, load_tools
+from kaos_runtime.mcp_server.python_string_tools import ToolsSourceError, load_tools
 
 
 def test_load_tools_keeps_helpers_and_imports_visible():

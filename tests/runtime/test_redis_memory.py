@@ -163,12 +163,15 @@ def test_redis_going_away_is_a_503_then_an_error_event_and_recovery(start, mock_
         server.stop()
         down = chat(agent, "during", session_id="storm")
         assert down.status_code == 503 and down.headers["Retry-After"] == "1"
-        detail = down.json()["detail"]
+        # One body for this 503, plain or streamed: OpenAI's error shape (the stream's error frame too).
+        error = down.json()["error"]
+        assert error["type"] == "service_unavailable" and error["code"] == 503
+        detail = error["message"]
         assert detail.startswith("agent memory unavailable: Redis at 127.0.0.1:") and "try again" in detail
         streamed = chat(agent, "during, streamed", session_id="storm", stream=True)
-        assert streamed.status_code == 503 and streamed.json()["detail"].startswith("agent memory unavailable")
+        assert streamed.status_code == 503 and streamed.json()["error"]["message"].startswith("agent memory unavailable")
         listing = httpx.get(agent.url + "/memory/events")
-        assert listing.status_code == 503 and "Redis" in listing.json()["detail"]
+        assert listing.status_code == 503 and "Redis" in listing.json()["error"]["message"]
         assert httpx.get(agent.url + "/health").status_code == 200
         server = RedisServer(tmp_path / "redis", port=server.port).start()  # empty: Redis kept nothing on disk
         back = chat(agent, "after", session_id="storm")

@@ -1,10 +1,10 @@
-"""kaos_runtime.refresh: single-flight, rate-limited background refresh."""
+"""kaos_runtime.clients.refresh: single-flight, rate-limited background refresh."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kaos_runtime.refresh import Refresher
+from kaos_runtime.clients.refresh import Refresher
 
 
 async def test_refresher_is_single_flight_bounded_and_rate_limited():

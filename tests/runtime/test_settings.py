@@ -1,10 +1,10 @@
-"""kaos_runtime.settings: the environment variables, their defaults and their errors."""
+"""kaos_runtime.core.settings: the environment variables, their defaults and their errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaos_runtime.settings import (
+from kaos_runtime.core.settings import (
     AgentSettings,
     ConfigError,
     McpServerSettings,

@@ -1,13 +1,13 @@
-"""kaos_runtime.streaming.StepGate: a streamed reply reaches the client only once it is known
+"""kaos_runtime.loop.step_gate.StepGate: a streamed reply reaches the client only once it is known
 to be the answer; a step that asks for a tool or a delegation never does."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaos_runtime.blocks import find_action
-from kaos_runtime.model import Delta
-from kaos_runtime.streaming import StepGate, could_open_block
+from kaos_runtime.clients.model import Delta
+from kaos_runtime.loop.blocks import find_action
+from kaos_runtime.loop.step_gate import StepGate, could_open_block
 
 
 class Collect:

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from kaos_runtime.settings import TelemetrySettings
+from kaos_runtime.core.settings import TelemetrySettings
 from tests.support.polling import wait_until
 
 from .conftest import agent_env, chat

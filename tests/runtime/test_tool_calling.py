@@ -1,4 +1,4 @@
-"""kaos_runtime.tool_calling: native tools offered, native calls understood (pure parts)."""
+"""kaos_runtime.loop.tool_calling and clients.tool_calls: native tools offered, native calls understood (pure parts)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,10 @@ import json
 
 import pytest
 
-from kaos_runtime.blocks import BadBlock, Delegation, ToolCall
-from kaos_runtime.settings import AgentSettings, ConfigError
-from kaos_runtime.tool_calling import (
-    CallAssembler,
-    NativeCall,
-    action_of,
-    assistant_message,
-    calls_of,
-    openai_tools,
-    scripted_reply,
-    tool_message,
-)
+from kaos_runtime.clients.tool_calls import CallAssembler, NativeCall, calls_of, scripted_reply
+from kaos_runtime.core.settings import AgentSettings, ConfigError
+from kaos_runtime.loop.blocks import BadBlock, Delegation, ToolCall
+from kaos_runtime.loop.tool_calling import action_of, assistant_message, openai_tools, tool_message
 
 SKILLS = [{"name": "echo", "description": "Echo it", "inputSchema": {"type": "object", "properties": {
     "message": {"type": "string"}}, "required": ["message"]}}]

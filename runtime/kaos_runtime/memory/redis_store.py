@@ -46,7 +46,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..settings import MemorySettings
+from ..core.settings import MemorySettings
 from . import TURN_ROLES, Memory, MemoryUnavailable, make_event
 
 log = logging.getLogger("kaos_runtime.memory")

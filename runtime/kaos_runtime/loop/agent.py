@@ -7,7 +7,7 @@ message); a reply that asks for nothing is the answer. Which protocol the model 
 (tools as OpenAI ``tools``, or described in the system prompt) is decided per call
 (``ModelClient.native_tool_calling``); both are understood in either case, so scripted
 replies of both kinds work everywhere. With a sink (a streaming request), model calls are
-streamed and the answer's text goes to the sink as it is produced (``streaming.StepGate``).
+streamed and the answer's text goes to the sink as it is produced (``step_gate.StepGate``).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import logging
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from ..clients.mcp_client import ToolCatalog, ToolError
+from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
+from ..clients.peers import DelegationError, PeerDirectory
+from ..core.settings import AgentSettings
+from ..core.telemetry import Telemetry
+from ..memory import Memory
 from .blocks import Action, BadBlock, Delegation, ToolCall, find_action
-from .mcp_client import ToolCatalog, ToolError
-from .memory import Memory
-from .model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
-from .peers import DelegationError, PeerDirectory
 from .prompts import native_system_prompt, system_prompt
-from .settings import AgentSettings
-from .streaming import Sink, StepGate
-from .telemetry import Telemetry
+from .step_gate import Sink, StepGate
 from .tool_calling import action_of, assistant_message, openai_tools, tool_message
 
 log = logging.getLogger("kaos_runtime.loop")

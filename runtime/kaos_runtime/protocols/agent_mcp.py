@@ -10,7 +10,7 @@ The server is the official ``mcp`` SDK, stateless with JSON responses (like ``ka
 mcp``), behind the agent's bearer authentication. The SDK costs about 0.4 s to import, so
 nothing of it is loaded at startup: the first request to ``/mcp`` imports it in a worker
 thread (the event loop keeps serving) and builds the server; a plain GET answers at once
-without it (``mcp_server.NoGetStream``).
+without it (``mcp_http.NoGetStream``).
 
 ``mount(app, runtime)`` adds the route and stops the server with the app.
 """
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, Field
 from starlette.routing import Route
 
-from .agent_loop import LoopRequest
-from .budget import BudgetExceeded, caller_of
+from ..clients.peers import DEPTH_HEADER
+from ..core.budget import BudgetExceeded, caller_of
+from ..core.errors import describe
+from ..core.metrics import BUDGET_EXCEEDED, set_outcome
+from ..loop.agent import LoopRequest
+from ..memory import new_session_id
 from .chat_request import SESSION_ID_PATTERN, BadRequest, parse_depth
-from .errors import describe
-from .mcp_server import NoGetStream
-from .memory import new_session_id
-from .metrics import BUDGET_EXCEEDED, set_outcome
-from .peers import DEPTH_HEADER
+from .mcp_http import NoGetStream
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

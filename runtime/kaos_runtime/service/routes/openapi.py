@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .auth import EXEMPT_PATHS
-from .chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
-from .memory import EVENT_TYPES
-from .peers import DEPTH_HEADER
+from ...clients.peers import DEPTH_HEADER
+from ...core.auth import EXEMPT_PATHS
+from ...memory import EVENT_TYPES
+from ...protocols.chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -70,7 +70,8 @@ OPTIONAL_INT = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": INT_MAX},
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.",
                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
 SESSION_OUT = {SESSION_HEADER: {"description": "The session of this exchange.", "schema": _string()}}
-MEMORY_DOWN = _error("The memory backend (Redis) cannot be reached; try again shortly.", RETRY_AFTER)
+MEMORY_DOWN = _json(_ref("UnavailableError"), "The memory backend (Redis) cannot be reached; try again shortly.",
+                    RETRY_AFTER)
 
 
 def _schemas() -> dict:
@@ -132,6 +133,9 @@ def _schemas() -> dict:
         "BudgetError": _object(("error",), "OpenAI's rate-limit error shape.", error=_object(
             ("message", "type", "param", "code"), message=_string(), type={"const": "budget_exceeded"},
             param={"type": "null"}, code={"const": "budget_exceeded"})),
+        "UnavailableError": _object(("error",), "OpenAI's error shape, for a 503 worth retrying shortly.", error=_object(
+            ("message", "type", "code"), message=_string(), type={"const": "service_unavailable"},
+            code={"const": 503})),
         "ContentPart": part,
         "ChatMessage": message,
         "ChatRequest": chat_request,

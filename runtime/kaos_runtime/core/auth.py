@@ -21,6 +21,7 @@ import json
 import logging
 from typing import Any
 
+from .forwarding import Forwarding
 from .settings import AuthSettings
 
 log = logging.getLogger("kaos_runtime.auth")
@@ -46,7 +47,6 @@ class Verifier:
         self.settings = settings
         self._keys = [(name, key.encode()) for name, key in settings.api_keys()]
         self._jwks = None
-        self._jwks_fetched = 0.0
         if settings.oidc_jwks_url:
             from jwt import PyJWKClient
 
@@ -134,15 +134,12 @@ class BearerAuth:
         await send({"type": "http.response.body", "body": body})
 
 
-class CredentialedPeers:
+class CredentialedPeers(Forwarding):
     """A peer directory whose delegations carry ``Authorization: Bearer <AUTH_OUTBOUND_TOKEN>``."""
 
     def __init__(self, inner: Any, token: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._header = {"Authorization": f"Bearer {token}"} if token else {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def delegate(self, peer, messages, depth, sender, extra_headers=None):
         return await self._inner.delegate(peer, messages, depth, sender, {**(extra_headers or {}), **self._header})

@@ -33,7 +33,8 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
-from .tool_calling import check_scripted
+from .api_keys import parse_api_keys
+from .mock_responses import check_scripted
 
 CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -186,7 +187,7 @@ class MemorySettings(_Settings):
 
 
 class BudgetSettings(_Settings):
-    """Token budgets checked before each model call (kaos_runtime/budget.py); 0: no limit."""
+    """Token budgets checked before each model call (core/budget.py); 0: no limit."""
 
     tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_MINUTE")
     tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_DAY")
@@ -202,9 +203,9 @@ class BudgetSettings(_Settings):
 
 
 class AuthSettings(_Settings):
-    """Bearer authentication of the runtime's endpoints (kaos_runtime/auth.py); nothing set: open."""
+    """Bearer authentication of the runtime's endpoints (core/auth.py); nothing set: open."""
 
-    # Comma (or newline) separated API keys; a Secret's value through secretKeyRef.
+    # Comma (or newline) separated API keys (core/api_keys.py); a Secret's value through secretKeyRef.
     api_keys_value: SecretStr = Field("", validation_alias="AUTH_API_KEYS")
     # OIDC: JWTs signed by a key of this JWKS; issuer and audience checked when set.
     oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
@@ -216,8 +217,8 @@ class AuthSettings(_Settings):
 
     def api_keys(self) -> list[tuple[str, str]]:
         """(name, key): the name is the key's place in the list (1, 2, ...), never the key."""
-        keys = [key.strip() for key in self.api_keys_value.get_secret_value().replace("\n", ",").split(",")]
-        return [(str(number), key) for number, key in enumerate((key for key in keys if key), start=1)]
+        return [(str(number), key)
+                for number, key in enumerate(parse_api_keys(self.api_keys_value.get_secret_value()), start=1)]
 
     @field_validator("oidc_jwks_url")
     @classmethod
@@ -238,13 +239,13 @@ class AgentSettings(_Settings):
     api_key: SecretStr = Field("sk-kaos-no-key", validation_alias=AliasChoices("MODEL_API_KEY", "OPENAI_API_KEY"))
     max_steps: int = _from_agent_crd("AGENTIC_LOOP_MAX_STEPS")
     peers: tuple[Peer, ...] = ()
-    # A2A agents reached by URL (their base or card URL); their names come from their cards (a2a_peer.py).
+    # A2A agents reached by URL (their base or card URL); their names come from their cards (clients/a2a_peer.py).
     a2a_peers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="A2A_PEER_URLS")
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
-    # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see tool_calling.py).
+    # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see core/mock_responses.py).
     mock_responses: Annotated[tuple[str | dict, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
     max_delegation_depth: int = Field(3, ge=0, validation_alias="MAX_DELEGATION_DEPTH")

@@ -1,9 +1,10 @@
-"""``python -m kaos.local.llamacpp_server``: llama-cpp-python's server with llama-server's API keys.
+"""``python -m kaos_runtime.engines.llamacpp_server``: llama-cpp-python's server with llama-server's API keys.
 
 ``kaos up`` runs the llama.cpp server image as llama-cpp-python's server (kaos.local.llamacpp
-translates the flags; this module takes llama-cpp-python's own). The two check API keys
-differently: llama-server reads them from ``LLAMA_API_KEY`` (comma separated; the modelapi chart
-sets it from the ModelAPI's spec.auth.apiKeys Secret) and leaves ``/``, ``/health``,
+translates the flags and starts this program by name; this module takes llama-cpp-python's own).
+The two check API keys differently: llama-server reads them from ``LLAMA_API_KEY`` (the modelapi
+chart sets it from the ModelAPI's spec.auth.apiKeys Secret; read here with the rule every KAOS
+endpoint reads that Secret with, core.api_keys) and leaves ``/``, ``/health``,
 ``/v1/health``, ``/models`` and ``/v1/models`` open, while llama-cpp-python takes one key and
 guards ``/v1/models``, the chart's readiness probe. So the key check here is llama-server's:
 the same variable, the same open paths, any other request without one of the keys (``Authorization:
@@ -19,6 +20,8 @@ import hmac
 import json
 import os
 
+from ..core.api_keys import parse_api_keys
+
 OPEN_PATHS = frozenset({"/", "/health", "/v1/health", "/models", "/v1/models"})
 # Seconds open requests get after SIGTERM; below the local supervisor's STOP_GRACE, which then kills.
 SHUTDOWN_GRACE = 3.0
@@ -26,8 +29,8 @@ REFUSAL = json.dumps({"error": {"message": "Invalid API Key", "type": "authentic
 
 
 def api_keys(value: str) -> list[bytes]:
-    """``LLAMA_API_KEY``: the keys, comma separated (blank entries dropped)."""
-    return [key.strip().encode() for key in value.split(",") if key.strip()]
+    """``LLAMA_API_KEY``: the keys (core.api_keys.parse_api_keys), as bytes to compare."""
+    return [key.encode() for key in parse_api_keys(value)]
 
 
 def _given_key(headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
     from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
-    parser = argparse.ArgumentParser(prog="python -m kaos.local.llamacpp_server",
+    parser = argparse.ArgumentParser(prog="python -m kaos_runtime.engines.llamacpp_server",
                                      description="llama-cpp-python's server with llama-server's API keys")
     add_args_from_model(parser, Settings)
     args = parser.parse_args(argv)

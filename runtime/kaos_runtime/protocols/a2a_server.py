@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from .agent_loop import LoopRequest
-from .budget import BudgetExceeded, caller_of
+from ..clients.peers import DEPTH_HEADER
+from ..core.budget import BudgetExceeded, caller_of
+from ..core.errors import describe
+from ..core.metrics import BUDGET_EXCEEDED, set_outcome
+from ..loop.agent import LoopRequest
 from .chat_request import parse_depth
-from .errors import describe
-from .metrics import BUDGET_EXCEEDED, set_outcome
-from .peers import DEPTH_HEADER
 from .public_url import public_base_url
 
 if TYPE_CHECKING:

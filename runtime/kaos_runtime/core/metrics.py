@@ -6,7 +6,7 @@ Memory they wrap and count each call on the way (the memory: which sessions this
 on, for ``kaos_agent_active_sessions``); ``RequestMetrics`` is an ASGI middleware that counts the
 work requests (``WORK_PATHS``) by endpoint and outcome. Each Runtime has its own registry, so
 several agents in one process (tests) never share counters. With ``METRICS_ENABLED=false`` the
-agent installs none of them (agent_app.py).
+agent installs none of them (service/runtime.py).
 
 The numbers are plain Python values that ``Metrics.collect`` (a prometheus_client custom
 collector) turns into metric families at scrape time: a request updates a few dict and list
@@ -35,6 +35,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.utils import floatToGoString
+
+from .forwarding import Forwarding
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # Requests counted as work (the probes, the cards and /metrics itself are not); the path is the
@@ -206,18 +208,15 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class _Wrapper:
+class _Metered(Forwarding):
     """Behaves as the wrapped object; the subclass overrides the calls it counts."""
 
     def __init__(self, inner: Any, metrics: Metrics) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._metrics = metrics
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
-
-class MeteredModel(_Wrapper):
+class MeteredModel(_Metered):
     """A ModelClient whose ``complete`` and ``stream`` are counted and timed."""
 
     def __init__(self, inner: Any, metrics: Metrics, model_name: str) -> None:
@@ -247,7 +246,7 @@ class MeteredModel(_Wrapper):
             self._metrics.model_call(self._model_name, outcome, time.perf_counter() - started, usage)
 
 
-class MeteredTools(_Wrapper):
+class MeteredTools(_Metered):
     """A ToolCatalog whose ``call`` is counted by tool (a tool no server offers: ``unknown``)."""
 
     async def call(self, tool: str, arguments: dict) -> str:
@@ -262,7 +261,7 @@ class MeteredTools(_Wrapper):
             self._metrics.tool_call(label, outcome, time.perf_counter() - started)
 
 
-class MeteredPeers(_Wrapper):
+class MeteredPeers(_Metered):
     """A PeerDirectory whose ``delegate`` is counted by peer (only listed peers reach it)."""
 
     async def delegate(self, peer, *args, **kwargs) -> str:
@@ -276,7 +275,7 @@ class MeteredPeers(_Wrapper):
             self._metrics.delegation(peer.name, outcome, time.perf_counter() - started)
 
 
-class MeteredMemory(_Wrapper):
+class MeteredMemory(_Metered):
     """A Memory whose ``record`` notes the session as active (kaos_agent_active_sessions): every
     request records events of its session (with ``MEMORY_ENABLED=false`` it still asks to), so
     the sessions noted are those this process worked on, whether or not the memory could store."""

@@ -11,11 +11,11 @@ import asyncio
 import json
 import logging
 
+from ..core.errors import DelegationError, describe
+from ..core.settings import Peer
 from .a2a_peer import A2APeer, A2APeers, fetch_card
-from .errors import DelegationError, describe
 from .http import HttpClient
 from .refresh import Refresher
-from .settings import Peer
 
 __all__ = ["DEPTH_HEADER", "DelegationError", "PeerDirectory"]
 

@@ -33,9 +33,9 @@ import logging
 import re
 from urllib.parse import urlsplit
 
-from .errors import DelegationError, describe
+from ..core.errors import DelegationError, describe
+from ..core.settings import peer_base_url
 from .http import HttpClient
-from .settings import peer_base_url
 
 log = logging.getLogger("kaos_runtime.a2a_peer")
 

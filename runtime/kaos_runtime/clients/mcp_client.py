@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .errors import describe
+from ..core.errors import describe
+from ..core.settings import McpServer
 from .refresh import Refresher
-from .settings import McpServer
 
 log = logging.getLogger("kaos_runtime.mcp")
 

@@ -16,7 +16,7 @@ litellm takes seconds and ~120 MiB to import, so it is imported on the first rea
 Both paths offer ``complete`` (one answer) and ``stream`` (the answer as the model produces
 it: ``Delta``s of text and tool-call fragments, the usage last, asked for with
 ``stream_options.include_usage``). Native tool calls go out as OpenAI ``tools`` and come back
-as ``tool_calls`` (kaos_runtime.tool_calling); whether the model supports them is litellm's
+as ``tool_calls`` (kaos_runtime.clients.tool_calls); whether the model supports them is litellm's
 ``supports_function_calling`` unless MODEL_TOOL_CALLING forces it.
 """
 
@@ -33,9 +33,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from .errors import describe
-from .settings import AgentSettings
-from .tool_calling import NativeCall, calls_of, scripted_reply
+from ..core.errors import describe
+from ..core.settings import AgentSettings
+from .tool_calls import NativeCall, calls_of, scripted_reply
 
 log = logging.getLogger("kaos_runtime.model")
 

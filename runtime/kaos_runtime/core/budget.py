@@ -28,6 +28,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .forwarding import Forwarding
 from .settings import BudgetSettings
 
 log = logging.getLogger("kaos_runtime.budget")
@@ -224,15 +225,12 @@ class Budget:
         await self.counts.close()
 
 
-class BudgetedModel:
+class BudgetedModel(Forwarding):
     """A model client that checks the budget before each call and counts the reported usage."""
 
     def __init__(self, inner: Any, budget: Budget) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._budget = budget
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def complete(self, *args, **kwargs):
         await self._budget.before_call()

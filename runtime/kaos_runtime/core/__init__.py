@@ -1,0 +1,1 @@
+"""The bottom of the runtime: settings, errors, auth, budgets, metrics, telemetry; imports nothing above it."""

@@ -1,0 +1,1 @@
+"""`kaos-runtime mcp`: the python-string MCP server."""

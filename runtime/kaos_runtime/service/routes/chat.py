@@ -1,0 +1,68 @@
+"""``POST /v1/chat/completions``: one run of the agentic loop, answered whole or streamed.
+
+The handler takes the raw request and returns a ready-made response: validation is done by
+``protocols.chat_request`` (clear 4xx errors), and skipping pydantic models keeps the
+per-request cost low (see docs/runtime.md, "Performance").
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from ...clients.peers import DEPTH_HEADER
+from ...core.budget import caller_of
+from ...loop.agent import LoopRequest
+from ...memory import new_session_id
+from ...protocols import openai_format
+from ...protocols.chat_request import SESSION_HEADER, BadRequest, parse_chat_body, parse_depth, parse_session_header
+from ...protocols.chat_stream import ChatStream, ClientGone, until_disconnected
+from ..responses import json_response
+from ..runtime import Runtime
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadRequest(413, f"request body larger than {limit} bytes (MAX_REQUEST_BODY_BYTES)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BadRequest(413, f"request body larger than {limit} bytes (MAX_REQUEST_BODY_BYTES)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def router(runtime: Runtime) -> APIRouter:
+    config = runtime.config
+    routes = APIRouter()
+
+    async def chat(request: Request) -> Response:
+        body = parse_chat_body(await read_body(request, config.max_body_bytes))
+        depth = parse_depth(request.headers.get(DEPTH_HEADER))
+        given = parse_session_header(request.headers.get(SESSION_HEADER), SESSION_HEADER) or body.session_id
+        session_id = given or new_session_id()
+        await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
+        attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
+        loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
+                                   continued=given is not None)
+
+        async def run(sink=None):
+            with runtime.telemetry.server_span("chat", request.headers, attributes):
+                return await runtime.agent.run(loop_request, sink)
+
+        headers = {SESSION_HEADER: session_id}
+        model = body.model or config.name
+        if body.stream:  # the answer's tokens go out as the model produces them
+            await runtime.memory.check()  # a shared memory that is down: 503 now, not a broken stream
+            return ChatStream(run, model, body.include_usage, headers)
+        try:
+            answer = await until_disconnected(run(), request.receive)
+        except ClientGone:
+            return Response(status_code=499)  # nobody is listening any more
+        return json_response(openai_format.completion(model, answer.content, session_id, answer.usage),
+                             headers=headers)
+
+    routes.add_route("/v1/chat/completions", chat, methods=["POST"])
+    return routes
