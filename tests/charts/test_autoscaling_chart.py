@@ -3,7 +3,10 @@ owns the replica count and the Deployment carries none; fixed replicas otherwise
 
 import pytest
 
+from kaos.reconcile import Ref, cluster_endpoint_of, plan
+from kaos.settings import Settings
 from tests.charts.rendering import kinds, one, render, render_error
+from tests.reconcile.builders import NS, agent, mcpserver, modelapi
 
 AGENT = {"name": "coordinator", "modelAPI": {"name": "llm", "url": "http://modelapi-llm.team.svc.cluster.local:8000"}}
 MODELAPI = {"name": "llm", "mode": "Proxy", "proxy": {"models": ["gpt-4o-mini"], "provider": "openai"}}
@@ -120,3 +123,21 @@ def test_the_platform_chart_grants_the_scalers_and_passes_the_keda_settings():
     assert (settings["KAOS_AUTOSCALING_KEDA_ENABLED"], settings["KAOS_AUTOSCALING_KEDA_PROMETHEUS_URL"]) == (
         "true", "http://prom.monitoring:9090")
     assert "/autoscaling/keda/prometheusURL" in render_error("kaos", {"autoscaling": {"keda": {"enabled": True}}})
+
+
+@pytest.mark.parametrize("target", [{"cpuUtilization": 60}, {"requestsInFlight": 3}])
+def test_the_reconcile_cores_values_render_in_each_chart(target):
+    """What the operator installs: plan() values for each kind, through the chart and its schema."""
+    settings = Settings(autoscaling_keda_enabled=True, autoscaling_keda_prometheus_url="http://prom:9090")
+    scaling = {"minReplicas": 1, "maxReplicas": 3, "target": target}
+    scaled = agent(autoscaling=scaling, memory={"backend": "redis", "redis": {"url": {"value": "redis://r:6379/0"}}})
+    del scaled["spec"]["replicas"]
+    cpu = {**scaling, "target": {"cpuUtilization": 60}}
+    observed = {Ref("ModelAPI", NS, "llm"): modelapi()}
+    for resource in (scaled, modelapi(autoscaling=cpu), mcpserver(autoscaling=cpu)):
+        found = plan(resource, observed, settings, cluster_endpoint_of(settings, observed))
+        assert found.values is not None, found.message
+        docs = render(found.chart, found.values, release=found.release)
+        assert "replicas" not in deployment_spec(docs)
+        keda = resource is scaled and "requestsInFlight" in target
+        assert kinds(docs).count("ScaledObject" if keda else "HorizontalPodAutoscaler") == 1

@@ -79,15 +79,13 @@ def scale_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
     if not scaling:
         return {"replicas": spec["replicas"]} if "replicas" in spec else {}
     target = scaling["target"]
-    return {"autoscaling": {
-        "enabled": True,
-        "minReplicas": scaling["minReplicas"],
-        "maxReplicas": scaling["maxReplicas"],
-        "cpuUtilization": target.get("cpuUtilization") or 0,
-        "requestsInFlight": target.get("requestsInFlight") or 0,
-        "keda": {"enabled": settings.autoscaling_keda_enabled,
-                 "prometheusURL": settings.autoscaling_keda_prometheus_url},
-    }}
+    values = {"enabled": True, "minReplicas": scaling["minReplicas"], "maxReplicas": scaling["maxReplicas"],
+              "cpuUtilization": target.get("cpuUtilization") or 0}
+    if target.get("requestsInFlight"):  # an Agent's only: the agent chart's values
+        values["requestsInFlight"] = target["requestsInFlight"]
+        values["keda"] = {"enabled": settings.autoscaling_keda_enabled,
+                          "prometheusURL": settings.autoscaling_keda_prometheus_url}
+    return {"autoscaling": values}
 
 
 def budget_values(budget: Mapping[str, Any], model_api_budget: Mapping[str, Any]) -> dict[str, Any]:
