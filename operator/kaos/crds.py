@@ -2,7 +2,9 @@
 
 The API server applies the schema defaults and validates every resource against its CRD's
 `openAPIV3Schema`; the local control plane does the same here with jsonschema, so a manifest
-that `kaos up` accepts is one `kubectl apply` accepts (and the other way round).
+that `kaos up` accepts is one `kubectl apply` accepts (and the other way round). The CRDs'
+cross-field rules (`x-kubernetes-validations`, CEL) are evaluated by their Python twins in
+RULES, with the CRD's own message.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import functools
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import jsonschema
 import yaml
@@ -21,6 +23,17 @@ from kaos.api import API_VERSION, name_too_long
 from kaos.settings import Settings, variable
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# Each CEL rule of the CRDs -> the same test in Python, on the object the rule sits on (with
+# defaults applied, as the API server evaluates it). A CRD rule missing here fails loading.
+RULES: dict[str, Callable[[dict], bool]] = {
+    "!has(self.replicas) || !has(self.autoscaling)": lambda spec: not ("replicas" in spec and "autoscaling" in spec),
+    "self.minReplicas <= self.maxReplicas": lambda scaling: scaling["minReplicas"] <= scaling["maxReplicas"],
+    "has(self.cpuUtilization) != has(self.requestsInFlight)":
+        lambda target: ("cpuUtilization" in target) != ("requestsInFlight" in target),
+    "self.mode != 'Hosted' || !has(self.autoscaling)": lambda spec: spec["mode"] != "Hosted" or "autoscaling" not in spec,
+    "!has(self.url) || !has(self.autoscaling)": lambda spec: not ("url" in spec and "autoscaling" in spec),
+}
 
 
 class ValidationError(ValueError):
@@ -56,7 +69,20 @@ def _load_schemas(crd_dir: Path) -> dict[str, dict]:
             for version in spec["versions"]:
                 if f"{spec['group']}/{version['name']}" == API_VERSION and version.get("served"):
                     schemas[spec["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
+    for kind, schema in schemas.items():
+        for path, rule in _rules_of(schema):
+            if rule["rule"] not in RULES:
+                raise ValueError(f"{kind} CRD ({crd_dir}): the rule {rule['rule']!r} at {path or '<root>'} "
+                                 "has no Python twin in kaos.crds.RULES")
     return schemas
+
+
+def _rules_of(schema: dict, path: str = "") -> Iterator[tuple[str, dict]]:
+    """(path, rule) of every x-kubernetes-validations rule in the schema."""
+    for rule in schema.get("x-kubernetes-validations", []):
+        yield path, rule
+    for key, sub in schema.get("properties", {}).items():
+        yield from _rules_of(sub, _join(path, key))
 
 
 def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
@@ -81,6 +107,8 @@ def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
     validator = _validators(crd_dir)[kind]
     for error in sorted(validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path]):
         problems.append(_describe(error))
+    if not problems:  # the API server too evaluates rules only on an object its schema accepts
+        problems = list(_broken_rules(schema, result))
     if problems:
         raise ValidationError(label, problems)
     return result
@@ -102,6 +130,18 @@ def apply_defaults(schema: dict, value: Any) -> Any:
         for item in value:
             apply_defaults(schema["items"], item)
     return value
+
+
+def _broken_rules(schema: dict, value: Any, path: str = "") -> Iterator[str]:
+    """``path: message`` of each CEL rule the value breaks (on the fields it holds)."""
+    if not isinstance(value, dict):
+        return
+    for rule in schema.get("x-kubernetes-validations", []):
+        if not RULES[rule["rule"]](value):
+            yield f"{path or '<root>'}: {rule.get('message') or 'failed rule: ' + rule['rule']}"
+    for key, sub in schema.get("properties", {}).items():
+        if key in value:
+            yield from _broken_rules(sub, value[key], _join(path, key))
 
 
 def _name_problems(kind: str, name: Any) -> list[str]:

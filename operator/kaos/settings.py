@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     metrics_port: int = Field(0, ge=0, le=65535)
     # A ServiceMonitor per agent (when the cluster has the Prometheus Operator's CRD).
     service_monitor_enabled: bool = False
+    # The cluster runs KEDA: an autoscaling workload with an in-flight requests target gets a KEDA
+    # ScaledObject querying this Prometheus (else an HPA on the custom metrics API).
+    autoscaling_keda_enabled: bool = False
+    autoscaling_keda_prometheus_url: str = ""
     # Fail closed: a resource without authentication configured is Failed, not served open.
     auth_required: bool = False
     health_host: str = "0.0.0.0"

@@ -113,7 +113,8 @@ def test_defaults_are_applied_recursively_and_the_input_is_not_changed():
     assert spec["config"]["reasoningLoopMaxSteps"] == 5
     assert spec["config"]["memory"] == {"enabled": True, "contextLimit": 3, "maxSessions": 1000, "maxSessionEvents": 500}
     assert spec["agentNetwork"] == {"access": [], "expose": True}
-    assert (spec["mcpServers"], spec["replicas"], spec["waitForDependencies"]) == ([], 1, True)
+    assert (spec["mcpServers"], spec["waitForDependencies"]) == ([], True)
+    assert "replicas" not in spec, "no default: it would exclude spec.autoscaling; unset, the chart's 1 applies"
     assert "telemetry" not in spec["config"], "objects without a default stay absent"
     telemetry = crds.validate(agent(config={"telemetry": {"endpoint": "http://otel:4317"}}))["spec"]["config"]["telemetry"]
     assert telemetry == {"endpoint": "http://otel:4317", "enabled": False}

@@ -258,13 +258,16 @@ def _check_memory(spec: Mapping[str, Any], settings) -> None:
             "spec.memory.backend redis needs a Redis: set spec.memory.redis.url (value, or valueFrom.secretKeyRef), "
             "or give the platform one (the platform chart's memory.redis.deploy or memory.redis.url)"
         )
-    replicas = spec.get("replicas", 1)
+    autoscaling = spec.get("autoscaling")
+    replicas = autoscaling["maxReplicas"] if autoscaling else spec.get("replicas", 1)
     remembers = ((spec.get("config") or {}).get("memory") or {}).get("enabled", True)
     if replicas > 1 and backend == "local" and remembers:
+        asked, single = (f"autoscaling up to {replicas} replicas", "autoscaling.maxReplicas to 1") if autoscaling \
+            else (f"replicas {replicas}", "replicas to 1")
         raise _Invalid(
-            f"replicas {replicas} needs a shared memory backend: with spec.memory.backend local each replica "
+            f"{asked} needs a shared memory backend: with spec.memory.backend local each replica "
             "keeps its own sessions, so a conversation would be split between them; set spec.memory.backend "
-            "to redis, or replicas to 1 (or config.memory.enabled to false for an agent without memory)"
+            f"to redis, or {single} (or config.memory.enabled to false for an agent without memory)"
         )
 
 

@@ -71,6 +71,23 @@ def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
     }
 
 
+def scale_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
+    """spec.replicas or spec.autoscaling (the CRD allows one at most) as the chart's ``replicas``
+    or ``autoscaling``; neither: the chart's default, one replica. With autoscaling the values carry
+    no ``replicas``, so the Deployment has none and its HorizontalPodAutoscaler owns the count."""
+    scaling = spec.get("autoscaling")
+    if not scaling:
+        return {"replicas": spec["replicas"]} if "replicas" in spec else {}
+    target = scaling["target"]
+    values = {"enabled": True, "minReplicas": scaling["minReplicas"], "maxReplicas": scaling["maxReplicas"],
+              "cpuUtilization": target.get("cpuUtilization") or 0}
+    if target.get("requestsInFlight"):  # an Agent's only: the agent chart's values
+        values["requestsInFlight"] = target["requestsInFlight"]
+        values["keda"] = {"enabled": settings.autoscaling_keda_enabled,
+                          "prometheusURL": settings.autoscaling_keda_prometheus_url}
+    return {"autoscaling": values}
+
+
 def budget_values(budget: Mapping[str, Any], model_api_budget: Mapping[str, Any]) -> dict[str, Any]:
     """spec.budget of the Agent and of its ModelAPI as the chart's ``budget`` (0: no limit)."""
     def limits(source: Mapping[str, Any]) -> dict[str, int]:
@@ -100,7 +117,7 @@ def agent_values(
         **({"toolCalling": tool_calling} if tool_calling else {}),  # unset: the runtime's auto
         "name": ref_of(resource).name,
         "image": image_values(container.get("image"), settings.runtime_image),
-        "replicas": spec.get("replicas", 1),
+        **scale_values(spec, settings),
         "description": config.get("description") or "",
         "instructions": config.get("instructions") or "",
         "model": spec.get("model") or default_model,
@@ -148,6 +165,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     return {
         "name": ref_of(resource).name,
         "mode": spec.get("mode", "Proxy"),
+        **scale_values(spec, settings),
         "proxy": {
             "image": proxy_image,
             "models": proxy_models(proxy),
@@ -182,6 +200,7 @@ def mcpserver_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     return {
         "name": ref_of(resource).name,
         "runtime": spec.get("runtime", "python-string"),
+        **scale_values(spec, settings),
         "params": spec.get("params") or "",
         "url": spec.get("url") or "",
         "runtimeImage": settings.runtime_image.values(),
