@@ -208,22 +208,21 @@ def test_the_setting_reads_its_variable():
 
 def third_party_only(folder: Path) -> Path:
     """A folder of links to the dev venv's site-packages, without kaos, kaos-runtime and their editable hooks."""
-    ours = ("kaos", "kaos_runtime", "kaos-", "kaos_runtime-", "__editable__")
     folder.mkdir()
     for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if entry.name.split(".")[0] in ("kaos", "kaos_runtime") or entry.name.startswith(ours) or entry.suffix == ".pth":
+        if entry.name.startswith(("kaos", "__editable__")) or entry.suffix == ".pth":
             continue
         (folder / entry.name).symlink_to(entry)
     return folder
 
 
-def build_wheel(source: Path, into: Path, scratch: Path) -> Path:
+def build_wheel(source: Path, package: str, into: Path, scratch: Path) -> Path:
     """``pip wheel`` of a copy of ``source`` (the build writes into the tree it builds), offline."""
     copy = scratch / source.name
     subprocess.run(["cp", "-r", str(source), str(copy)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "-w", str(into), str(copy)], check=True, timeout=300)
-    return next(into.glob(f"{source.name.replace('operator', 'kaos').replace('runtime', 'kaos_runtime')}-*.whl"))
+    return next(into.glob(f"{package}-*.whl"))
 
 
 INSTALLING = """
@@ -246,8 +245,8 @@ asyncio.run(main())
 
 def test_kaos_up_installs_the_runtime_wheel_where_pip_is_told_to_look(tmp_path):
     wheels = tmp_path / "wheels"
-    runtime_wheel = build_wheel(ROOT / "runtime", wheels, tmp_path)
-    kaos_wheel = build_wheel(ROOT / "operator", wheels, tmp_path)
+    build_wheel(ROOT / "runtime", "kaos_runtime", wheels, tmp_path)
+    kaos_wheel = build_wheel(ROOT / "operator", "kaos", wheels, tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -269,7 +268,6 @@ def test_kaos_up_installs_the_runtime_wheel_where_pip_is_told_to_look(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(venv / "bin" / "kaos-runtime")
     assert f"installing it: {python} -m pip install {runtime_requirement()}" in result.stderr
-    assert runtime_wheel.name.startswith("kaos_runtime-")
     assert importable("kaos_runtime.service.app")
     version = subprocess.run([python, "-c", "from importlib import metadata; print(metadata.version('kaos-runtime'))"],
                              env=env, capture_output=True, text=True, check=True).stdout.strip()
