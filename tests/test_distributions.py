@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -122,6 +123,14 @@ def test_the_console_scripts_are_installed_and_load(distribution):
     for entry_point in entry_points.values():
         assert callable(entry_point.load())
         assert (Path(sys.executable).parent / entry_point.name).exists()
+
+
+@pytest.mark.parametrize("image, own, other", [("runtime", "runtime", "operator"), ("operator", "operator", "runtime")])
+def test_each_image_installs_only_its_own_distribution(image, own, other):
+    recipe = (ROOT / "docker" / f"{image}.Dockerfile").read_text()
+    assert re.findall(r"pip install (\S+)", recipe) == [f"./{own}"]
+    copied = re.findall(r"^COPY (?!--from)(\S+)", recipe, re.MULTILINE)
+    assert own in copied and other not in copied and "pyproject.toml" not in copied
 
 
 # The install decision of `kaos up`, with a stand-in pip.
