@@ -35,11 +35,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 COPY --from=helm /usr/local/bin/helm /usr/local/bin/helm
 
+# The control side only (kaos: operator/pyproject.toml).
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY runtime ./runtime
 COPY operator ./operator
-RUN pip install . && rm -rf /src
+RUN pip install ./operator && rm -rf /src
 
 COPY --from=charts /charts /opt/kaos/charts
 

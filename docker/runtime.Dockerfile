@@ -9,11 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp
 
+# The data plane only (kaos-runtime: runtime/pyproject.toml).
 WORKDIR /src
-COPY pyproject.toml README.md ./
 COPY runtime ./runtime
-COPY operator ./operator
-RUN pip install . && rm -rf /src
+RUN pip install ./runtime && rm -rf /src
 
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /tmp kaos
 USER 10001

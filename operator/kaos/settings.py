@@ -23,7 +23,8 @@ PREFIX = "KAOS_"
 REPO_CHARTS_DIR = Path(__file__).resolve().parents[2] / "charts"
 
 
-def _app_version() -> str:
+def app_version() -> str:
+    """The version of the installed kaos distribution (also what `kaos up` installs of kaos-runtime)."""
     try:
         return metadata.version("kaos")
     except metadata.PackageNotFoundError:
@@ -59,7 +60,7 @@ class Settings(BaseSettings):
 
     # The images the workload charts run (KAOS_<NAME>_IMAGE_REPOSITORY, _TAG, _PULL_POLICY).
     runtime_image_repository: str = "ghcr.io/kaos-tools/kaos-runtime"
-    runtime_image_tag: str = Field(default_factory=_app_version)
+    runtime_image_tag: str = Field(default_factory=app_version)
     runtime_image_pull_policy: str = "IfNotPresent"
     litellm_image_repository: str = "ghcr.io/berriai/litellm"
     litellm_image_tag: str = "main-v1.106.2"
@@ -117,6 +118,10 @@ class Settings(BaseSettings):
     helm_retry_seconds: PositiveFloat = 5.0
     # Where `kaos up` records its control plane and keeps logs and volumes.
     home: Path = Field(default_factory=lambda: Path.home() / ".kaos")
+    # `kaos up` installs a missing workload program (kaos-runtime, litellm's proxy, llama.cpp's
+    # server) into its environment with pip (from where pip's own PIP_* settings say); false:
+    # the resource is Failed with the pip command to run.
+    install_programs: bool = True
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):

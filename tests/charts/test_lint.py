@@ -96,7 +96,7 @@ def test_the_yamale_schema_rejects_a_bad_chart_yaml(tmp_path):
 @pytest.mark.parametrize("chart", LINTED)
 def test_chart_versions_are_semver_and_app_version_is_the_package_version(chart):
     meta = chart_yaml(chart)
-    package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    package = tomllib.loads((ROOT / "operator" / "pyproject.toml").read_text())["project"]["version"]
     assert meta["name"] == chart
     assert SEMVER.match(meta["version"]), meta["version"]
     assert meta["appVersion"] == package

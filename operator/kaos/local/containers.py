@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 
 from kaos.local.llamacpp import LLAMACPP_IMAGE, LlamaCppUnavailable, gguf_locator, installed_file, server_argv
 from kaos.local.ports import LOOPBACK
+from kaos.local.programs import LITELLM_REQUIREMENT, runtime_requirement
 
 LITELLM_IMAGE = "ghcr.io/berriai/litellm"
 OLLAMA_IMAGE = "ollama/ollama"
@@ -27,6 +28,14 @@ _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
 
 class CannotRunLocally(Exception):
     """The rendered container has no local equivalent; the message says why."""
+
+
+class ProgramMissing(CannotRunLocally):
+    """The image's program is not installed here; ``requirement`` is what pip installs to provide it."""
+
+    def __init__(self, message: str, requirement: str):
+        super().__init__(message)
+        self.requirement = requirement
 
 
 @dataclass(frozen=True)
@@ -142,13 +151,15 @@ def program_for(image: str, command: list[str], args: list[str], which: Callable
         try:
             return llamacpp(args)
         except LlamaCppUnavailable as error:
+            if error.requirement:
+                raise ProgramMissing(f"image {image}: {error}", error.requirement) from None
             raise CannotRunLocally(f"image {image}: {error}") from None
     if command and PurePosixPath(command[0]).name == RUNTIME_PROGRAM or repository.endswith("/" + RUNTIME_PROGRAM):
         rest = command[1:] + args if command else args
-        return [_require(which, RUNTIME_PROGRAM, image)] + rest
+        return [_require(which, RUNTIME_PROGRAM, image, runtime_requirement())] + rest
     if repository == LITELLM_IMAGE:
         rest = command[1:] + args if command and PurePosixPath(command[0]).name == "litellm" else args
-        return [_require(which, "litellm", image)] + rest
+        return [_require(which, "litellm", image, LITELLM_REQUIREMENT)] + rest
     if repository.removeprefix("docker.io/") == OLLAMA_IMAGE:
         path = which("ollama")
         if path is None:
@@ -161,10 +172,10 @@ def program_for(image: str, command: list[str], args: list[str], which: Callable
     raise CannotRunLocally(f"image {image} cannot run locally")
 
 
-def _require(which: Callable[[str], str | None], program: str, image: str) -> str:
+def _require(which: Callable[[str], str | None], program: str, image: str, requirement: str) -> str:
     path = which(program)
     if path is None:
-        raise CannotRunLocally(f"image {image} needs the `{program}` program, which is not on PATH")
+        raise ProgramMissing(f"image {image} needs the `{program}` program, which is not installed", requirement)
     return path
 
 

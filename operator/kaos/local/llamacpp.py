@@ -18,6 +18,7 @@ import sys
 from typing import Callable
 
 from kaos.local.ports import LOOPBACK
+from kaos.local.programs import runtime_installed, runtime_requirement
 
 LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp"
 MODELS_MOUNT = "/models"
@@ -38,7 +39,12 @@ SWITCHES = {"--jinja"}  # llama-cpp-python applies the GGUF's own chat template 
 
 
 class LlamaCppUnavailable(Exception):
-    """llama-cpp-python or the GGUF is missing here; the message says what to install."""
+    """llama-cpp-python or the GGUF is missing here; the message says what to install, and
+    ``requirement`` what pip installs when that is a Python distribution of the server."""
+
+    def __init__(self, message: str, requirement: str = ""):
+        super().__init__(message)
+        self.requirement = requirement
 
 
 def installed_file(relative: str) -> str | None:
@@ -53,14 +59,16 @@ def installed_file(relative: str) -> str | None:
 
 
 def server_argv(args: list[str], locate_gguf: Callable[[str], str], installed: Callable[[str], str | None],
-                python: str = sys.executable) -> list[str]:
+                python: str = sys.executable, runtime: Callable[[], bool] = runtime_installed) -> list[str]:
     """llama-server's args (``$(VAR)`` already expanded) -> the llama-cpp-python server's argv.
 
-    ``locate_gguf(model_path)`` turns the container path of the GGUF into a local file."""
-    if installed(SERVER_MODULE_FILE) is None:
+    ``locate_gguf(model_path)`` turns the container path of the GGUF into a local file;
+    ``runtime()`` says whether kaos-runtime (which holds SERVER_MODULE) is installed."""
+    if installed(SERVER_MODULE_FILE) is None or not runtime():
+        requirement = runtime_requirement("llamacpp")
         raise LlamaCppUnavailable(
             "needs llama-cpp-python's server, which is not installed "
-            "(scripts/setup installs it: pip install 'kaos[llm]')"
+            f"(the llamacpp extra of kaos-runtime: pip install '{requirement}')", requirement
         )
     argv = [python, "-m", SERVER_MODULE]
     rest = list(args)

@@ -3,7 +3,8 @@
 For each resource it is given a plan for: its loopback ports, the workload chart rendered
 with ``helm template`` (``kaos.helm``), the rendered Deployment's container as one supervised
 process per replica, and their logs; and the platform's Redis (``kaos.local.redis_server``)
-for the agents that keep their memory in it. It knows nothing of the store or of the
+for the agents that keep their memory in it. A program a workload needs and this environment
+lacks is installed with pip first (``kaos.local.programs``), unless KAOS_INSTALL_PROGRAMS=false. It knows nothing of the store or of the
 reconcile loop: it is told what to run and whom to call when a process changes.
 """
 
@@ -11,21 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 from kaos.helm import Helm
-from kaos.local.containers import CannotRunLocally, LocalProcess, local_process
+from kaos.local.containers import CannotRunLocally, LocalProcess, ProgramMissing, local_process
 from kaos.local.manifests import CORE_KINDS
 from kaos.local.ports import LOOPBACK, free_port
+from kaos.local.programs import pip_command, pip_install, shown
 from kaos.local.redis_server import LocalRedis
 from kaos.local.replicas import Replicas
 from kaos.reconcile import Plan, Ref
+from kaos.settings import variable
+
+log = logging.getLogger("kaos.local")
 
 
 def local_which(program: str) -> str | None:
@@ -56,10 +62,14 @@ class Workload:
 class Workloads(Mapping[Ref, Workload]):
     """The running workloads by resource, and what starts, replaces and stops them."""
 
-    def __init__(self, home: Path, settings, render: Callable | None = None, which: Callable = local_which):
+    def __init__(self, home: Path, settings, render: Callable | None = None, which: Callable = local_which,
+                 install: Callable[[str], Awaitable[str]] | None = None):
         self.home = home
         self.render = render or Helm(settings).render  # (chart, release, namespace, values) -> the rendered objects
         self.which = which
+        self.install_programs = settings.install_programs
+        # (requirement) -> an error message, or "" once installed
+        self.install = install or (lambda requirement: pip_install(requirement, self._base_env))
         self.ports: dict[Ref, int] = {}
         self.replica_ports: dict[Ref, list[int]] = {}
         self._running: dict[Ref, Workload] = {}
@@ -141,7 +151,7 @@ class Workloads(Mapping[Ref, Workload]):
             if key != workload.values_key:
                 workload.rendered = await self.render(plan.chart, plan.release, ref.namespace, plan.values)
                 workload.values_key = key
-            processes = self._processes_of(ref, workload.rendered, objects)
+            processes = await self._processes_installing(ref, workload.rendered, objects)
         except CannotRunLocally as error:
             await self.stop(ref)
             return str(error)
@@ -157,6 +167,26 @@ class Workloads(Mapping[Ref, Workload]):
             workload.supervisor = Replicas(processes, self.port_of(ref), self.log_path(ref.namespace, name), on_change)
             await workload.supervisor.start()
         return ""
+
+    async def _processes_installing(self, ref: Ref, rendered: list[dict], objects: dict) -> tuple[LocalProcess, ...]:
+        """The processes, once each missing program's distribution is installed (each tried once)."""
+        tried: set[str] = set()
+        while True:
+            try:
+                return self._processes_of(ref, rendered, objects)
+            except ProgramMissing as missing:
+                command = shown(pip_command(missing.requirement))
+                if not self.install_programs:
+                    raise CannotRunLocally(f"{missing}; install it with `{command}` "
+                                           f"({variable('install_programs')}=false: kaos up installs nothing)") from None
+                if missing.requirement in tried:
+                    raise CannotRunLocally(f"{missing}, even after `{command}`") from None
+                tried.add(missing.requirement)
+                log.warning("%s: %s; installing it: %s", ref, missing, command)
+                error = await self.install(missing.requirement)
+                if error:
+                    raise CannotRunLocally(f"{missing}; installing it: {error}") from None
+                log.warning("%s: installed %s", ref, missing.requirement)
 
     def _processes_of(self, ref: Ref, rendered: list[dict], namespace_objects: dict) -> tuple[LocalProcess, ...]:
         """One process per replica of the rendered Deployment: the first on the workload's own
