@@ -62,7 +62,7 @@ def test_helm_lint_strict_with_the_default_values(chart, version):
 
 def test_yamllint_passes_on_the_crds_and_ct_yaml():
     """ct yamllints each chart's Chart.yaml, values.yaml and ci/ files; not the CRDs nor its own config."""
-    files = [str(p) for p in (CHARTS / "kaos" / "crds").glob("*.yaml")] + [str(ROOT / "ct.yaml")]
+    files = [str(p) for p in (CHARTS / "kaos" / "files" / "crds").glob("*.yaml")] + [str(ROOT / "ct.yaml")]
     result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(CHARTS / "lintconf.yaml"), *files],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
