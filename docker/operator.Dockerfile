@@ -1,6 +1,6 @@
 # The KAOS operator image: the kopf operator, the helm binary it drives through pyhelm3, and
 # the charts it installs (agent, modelapi, mcpserver, with their kaos-common library chart
-# built in; kaos/crds for validation).
+# built in; kaos/files/crds for validation).
 # Build from the repository root:
 #   docker build -f docker/operator.Dockerfile -t ghcr.io/kaos-tools/kaos-operator:0.1.0 .
 FROM python:3.11-slim AS helm

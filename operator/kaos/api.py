@@ -1,6 +1,6 @@
 """The KAOS API: its group and version, its kinds and every name a kind goes by.
 
-The one place these are written in Python. The CRDs in charts/kaos/crds state the same for
+The one place these are written in Python. The CRDs in charts/kaos/files/crds state the same for
 the API server (tests/reconcile/test_api.py holds the two together); the CRD loader, the
 operator, the local control plane, the CLI and the tests take them from here.
 """

@@ -1,4 +1,4 @@
-"""Validate KAOS resources against the CRDs in charts/kaos/crds, as the API server does.
+"""Validate KAOS resources against the CRDs in charts/kaos/files/crds, as the API server does.
 
 The API server applies the schema defaults and validates every resource against its CRD's
 `openAPIV3Schema`; the local control plane does the same here with jsonschema, so a manifest
@@ -46,7 +46,7 @@ class ValidationError(ValueError):
 
 
 def default_crd_dir() -> Path:
-    """The CRD folder of the settings: charts/kaos/crds under KAOS_CHARTS_DIR, else the repository's."""
+    """The CRD folder of the settings: charts/kaos/files/crds under KAOS_CHARTS_DIR, else the repository's."""
     return Settings.from_env().crd_dir
 
 

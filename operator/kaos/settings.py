@@ -76,7 +76,7 @@ class Settings(BaseSettings):
     modelfetch_image_repository: str = "python"
     modelfetch_image_tag: str = "3.12-slim"
     modelfetch_image_pull_policy: str = "IfNotPresent"
-    # The workload charts, and the CRDs under kaos/crds.
+    # The workload charts, and the CRDs under kaos/files/crds.
     charts_dir: Path = REPO_CHARTS_DIR
     # The helm program; empty: the helm on PATH.
     helm: str = ""
@@ -195,8 +195,8 @@ class Settings(BaseSettings):
 
     @property
     def crd_dir(self) -> Path:
-        """The CRDs of the platform chart: ``<charts_dir>/kaos/crds``."""
-        return self.charts_dir / "kaos" / "crds"
+        """The CRDs of the platform chart: ``<charts_dir>/kaos/files/crds``."""
+        return self.charts_dir / "kaos" / "files" / "crds"
 
     @property
     def gateway_parent_namespace(self) -> str:

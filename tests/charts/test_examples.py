@@ -148,13 +148,13 @@ def test_the_seed_shape_is_accepted_exactly():
 
 
 def test_crd_dir_comes_from_kaos_charts_dir(tmp_path, monkeypatch):
-    (tmp_path / "kaos" / "crds").mkdir(parents=True)
+    (tmp_path / "kaos" / "files" / "crds").mkdir(parents=True)
     monkeypatch.setenv("KAOS_CHARTS_DIR", str(tmp_path))
-    assert crds.default_crd_dir() == tmp_path / "kaos" / "crds"
+    assert crds.default_crd_dir() == tmp_path / "kaos" / "files" / "crds"
     with pytest.raises(FileNotFoundError, match="KAOS_CHARTS_DIR"):
         crds.validate(agent())
     monkeypatch.delenv("KAOS_CHARTS_DIR")
-    assert crds.default_crd_dir() == ROOT / "charts" / "kaos" / "crds"
+    assert crds.default_crd_dir() == ROOT / "charts" / "kaos" / "files" / "crds"
     assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer"}
 
 

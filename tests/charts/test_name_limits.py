@@ -35,7 +35,7 @@ from tests.charts.rendering import CHARTS, WORKLOAD_CHARTS, RenderError, one, re
 BASE_VALUES = {"agent": {"modelAPI": {"name": "llm", "url": "http://modelapi-llm:8000"}}, "modelapi": {},
                "mcpserver": {"params": "def echo(message: str) -> str:\n    return message\n"}}
 EVERYTHING_ON = {"gateway": {"enabled": True}, "networkPolicy": {"enabled": True}}
-CRD_DIR = CHARTS / "kaos" / "crds"
+CRD_DIR = CHARTS / "kaos" / "files" / "crds"
 
 
 def limit_of(chart: str) -> int:

@@ -56,7 +56,12 @@ def deployment_available(plane: ControlPlane, namespace: str, name: str) -> bool
 
 def install_platform(plane: ControlPlane, *args: str, release: str = RELEASE, namespace: str = NAMESPACE,
                      executable: Path = HELM4) -> dict:
-    """``helm install <release> charts/kaos``; returns the operator Deployment once it is Available."""
+    """``helm install <release> charts/kaos``; returns the operator Deployment once it is Available.
+
+    A second platform release in the cluster leaves the CRDs to the release that installed them
+    (crds.enabled=false), as docs/gitops.md says for one operator per namespace."""
+    if plane.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/agents.kaos.tools"):
+        args = ("--set", "crds.enabled=false", *args)
     helm(plane, "install", release, str(CHARTS / "kaos"), "--namespace", namespace, "--create-namespace",
          *args, executable=executable)
     name = operator_deployment(plane, namespace, release)["metadata"]["name"]
@@ -107,7 +112,7 @@ class Operator:
 
 
 def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str = RELEASE,
-                   name: str = "operator") -> Operator:
+                   name: str = "operator", charts_dir: Path = CHARTS) -> Operator:
     deployment = operator_deployment(plane, namespace, release)
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -128,7 +133,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
     home.mkdir(exist_ok=True)
     port = free_port()
     env.update({
-        "KAOS_CHARTS_DIR": str(CHARTS),  # the image's copy of the charts is this checkout's charts/
+        "KAOS_CHARTS_DIR": str(charts_dir),  # the image's copy of the charts: this checkout's charts/
         "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(port), "KAOS_METRICS_PORT": str(free_port()),
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -1,6 +1,6 @@
 """The agent's step and memory defaults are the Agent CRD's, and the runtime's are the same.
 
-The CRD schema (charts/kaos/crds/agent.yaml) is where they are written; validation applies them
+The CRD schema (charts/kaos/files/crds/agent.yaml) is where they are written; validation applies them
 and the values mapping passes them on (it writes none of its own), and the agent chart renders
 what the values carry (its values.yaml states none). The runtime, which runs alone too, takes
 them from kaos_runtime.core.agent_crd, which scripts/generate writes from the CRD

@@ -50,7 +50,7 @@ def test_from_env_reads_every_kaos_variable():
         "KAOS_HELM": "/opt/helm", "KAOS_HOME": "/var/kaos",
     })
     assert settings.charts_dir == Path("/opt/kaos/charts")
-    assert settings.crd_dir == Path("/opt/kaos/charts/kaos/crds")
+    assert settings.crd_dir == Path("/opt/kaos/charts/kaos/files/crds")
     assert settings.helm == "/opt/helm" and settings.home == Path("/var/kaos")
     assert settings.runtime_image.reference == "r/rt:9" and settings.runtime_image.pull_policy == "Always"
     assert settings.litellm_image.tag == "t2" and settings.ollama_image.repository == "o/o"

@@ -1,6 +1,6 @@
 """The agent's step and memory defaults and bounds, as pydantic Field arguments per variable.
 
-Written by scripts/generate from the Agent CRD (charts/kaos/crds/agent.yaml), their one
+Written by scripts/generate from the Agent CRD (charts/kaos/files/crds/agent.yaml), their one
 source; do not edit (a test checks it)."""
 
 FIELDS = {

@@ -15,7 +15,7 @@ value is a ``ConfigError`` whose one line names the variable. Building a model d
 families ``PEER_AGENT_<NAME>_CARD_URL`` and ``MCP_SERVER_<NAME>_URL`` are read by hand in
 ``AgentSettings.from_env``; ``A2A_PEER_URLS`` (peers reached by URL over A2A) is a plain list.
 
-The step and memory defaults and bounds are the Agent CRD's (charts/kaos/crds/agent.yaml):
+The step and memory defaults and bounds are the Agent CRD's (charts/kaos/files/crds/agent.yaml):
 ``agent_crd.FIELDS``, which scripts/generate writes from it, so that the runtime run alone
 behaves as a resource that leaves them out.
 """

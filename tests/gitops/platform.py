@@ -1,0 +1,39 @@
+"""The platform chart installed on the GitOps tests' own control plane, from any chart reference
+(a folder, a packaged .tgz, an oci:// reference)."""
+
+from __future__ import annotations
+
+import json
+
+from kaos.api import PLURALS
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.platform import NAMESPACE, RELEASE, deployment_available, helm, operator_deployment
+from tests.support.polling import wait_until
+
+KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in PLURALS.values())
+
+
+def crd(plane: ControlPlane, name: str) -> dict | None:
+    return plane.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+
+
+def remove_kaos_crds(plane: ControlPlane) -> None:
+    """A cluster that never had KAOS: delete the CRDs (and so every KAOS resource) a test kept."""
+    present = [name for name in KAOS_CRDS if crd(plane, name)]
+    if present:
+        plane.kubectl("delete", "crd", *present, "--wait=true")
+    wait_until(lambda: not any(crd(plane, name) for name in KAOS_CRDS), 60, interval=0.1, what="the KAOS CRDs gone")
+
+
+def wait_operator_available(plane: ControlPlane, namespace: str = NAMESPACE, release: str = RELEASE) -> dict:
+    name = operator_deployment(plane, namespace, release)["metadata"]["name"]
+    wait_until(lambda: deployment_available(plane, namespace, name), 60, interval=0.1,
+               what=f"the operator Deployment {namespace}/{name} Available")
+    return operator_deployment(plane, namespace, release)
+
+
+def release_chart(plane: ControlPlane, namespace: str = NAMESPACE, release: str = RELEASE) -> str:
+    """The chart (<name>-<version>) of the release's deployed revision."""
+    listed = json.loads(helm(plane, "list", "-n", namespace, "-o", "json").stdout or "[]")
+    (item,) = [entry for entry in listed if entry["name"] == release]
+    return item["chart"]
