@@ -159,18 +159,21 @@ def test_gateway_is_created_only_when_asked():
 
 def test_crds_are_installed_from_crds_folder():
     crds = {d["spec"]["names"]["kind"]: d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"}
-    assert set(crds) == {"Agent", "ModelAPI", "MCPServer"}
+    assert set(crds) == {"Agent", "ModelAPI", "MCPServer", "Trigger"}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
-    assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"]}
+    assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"],
+                     "Trigger": ["trigger"]}
     for kind, crd in crds.items():
         assert crd["spec"]["group"] == "kaos.tools" and crd["spec"]["scope"] == "Namespaced"
         (version,) = crd["spec"]["versions"]
         assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
         assert version["subresources"] == {"status": {}}
         columns = [c["name"] for c in version["additionalPrinterColumns"]]
-        assert {"Ready", "Phase"} <= set(columns)
+        assert {"Ready", "Phase"} <= set(columns) if kind != "Trigger" else "Phase" in columns
     agent_columns = [c["name"] for c in crds["Agent"]["spec"]["versions"][0]["additionalPrinterColumns"]]
     assert agent_columns[:4] == ["ModelAPI", "Model", "Ready", "Phase"]
+    trigger_columns = [c["name"] for c in crds["Trigger"]["spec"]["versions"][0]["additionalPrinterColumns"]]
+    assert trigger_columns[:4] == ["Agent", "Schedule", "Last Run", "Phase"]
 
 
 def _structural_problems(schema, path="") -> list[str]:
