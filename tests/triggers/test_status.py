@@ -46,3 +46,18 @@ def test_a_webhook_has_no_next_run_and_its_secret_is_nowhere():
     assert status["phase"] == "Ready" and status["message"] == "waiting for webhook calls"
     assert "nextRun" not in status and "lastRun" not in status
     assert "ci-hook" not in str(status) and "hmac" not in str(status)
+
+
+def test_the_status_fits_the_crd_status_schema():
+    from kaos.crds import validate
+    from kaos.triggers.runs import WEBHOOK
+
+    resource = webhook_trigger()
+    book = RunBook("on-ci", new_id=ids())
+    book.finish(book.start(WEBHOOK, NOW, "Allow", "new", delivery_id="d1").run.run_id, SUCCEEDED, NOW, "ok", 5)
+    book.start(WEBHOOK, NOW, "Forbid", "new", delivery_id="d2")
+    book.start(WEBHOOK, NOW, "Forbid", "new", delivery_id="d3")  # skipped
+    book.skip("schedule", NOW, "skipped: missed", scheduled=NOW)
+    status = trigger_status(resource, problem=None, agent=ready_agent(), book=book, last_run=NOW, next_run=NOW)
+    conditions = [{**c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in status["conditions"]]
+    assert validate({**resource, "status": {**status, "conditions": conditions}})["status"]["history"]
