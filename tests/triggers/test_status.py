@@ -17,7 +17,7 @@ def test_a_ready_schedule_says_when_it_runs_next_with_its_runs():
     book.start(SCHEDULE, NOW, "Allow", "new")
     status = trigger_status(trigger(), problem=None, agent=ready_agent(), book=book,
                             last_run=NOW, next_run=at("2026-03-02T02:00:00"))
-    assert status["phase"] == "Ready" and status["message"] == "next run at 2026-03-02T02:00:00Z"
+    assert status["phase"] == "Ready" and status["message"] == "next run at 2026-03-02T02:00:00Z" and status["ready"]
     assert status["lastRun"] == "2026-03-01T02:00:00Z" and status["nextRun"] == "2026-03-02T02:00:00Z"
     assert status["observedGeneration"] == 3
     assert conditions(status) == {"Ready": ("True", "Ready"), "AgentReady": ("True", "AgentReady")}
@@ -33,7 +33,7 @@ def test_the_phase_says_what_stops_runs():
                                next_run=NOW)
     assert suspended["phase"] == "Suspended" and "nextRun" not in suspended
     waiting = trigger_status(trigger(), problem=None, agent=ready_agent(False), book=book)
-    assert waiting["phase"] == "Waiting"
+    assert waiting["phase"] == "Waiting" and waiting["ready"] is False
     assert waiting["message"] == "Agent reporter is not ready (Waiting: ModelAPI models is not ready)"
     assert conditions(waiting)["AgentReady"] == ("False", "AgentNotReady")
     missing = trigger_status(trigger(), problem=None, agent=None, book=book)

@@ -46,6 +46,7 @@ def trigger_status(
         phase, message = READY, ("next run at " + timestamp(next_run)) if scheduled else "waiting for webhook calls"
     result: dict[str, Any] = {
         "phase": phase,
+        "ready": phase == READY,
         "message": message,
         "conditions": [
             _condition("Ready", phase == READY, phase, message),
