@@ -82,7 +82,7 @@ KIND_OF_SEGMENT = {names.segment: kind for kind, names in NAMES.items()}
 # What kubectl accepts for a kind, lower case: singular, plural and short names.
 KIND_ALIASES = {
     alias: kind
-    for kind, names in NAMES.items()
+    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES}.items()
     for alias in (names.singular, names.plural, *names.short_names)
 }
 

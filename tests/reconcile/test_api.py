@@ -34,4 +34,5 @@ def test_aliases_are_what_kubectl_accepts():
         "agent": "Agent", "agents": "Agent",
         "modelapi": "ModelAPI", "modelapis": "ModelAPI", "api": "ModelAPI", "apis": "ModelAPI",
         "mcpserver": "MCPServer", "mcpservers": "MCPServer", "mcp": "MCPServer", "mcps": "MCPServer",
+        "trigger": "Trigger", "triggers": "Trigger",
     }

@@ -29,11 +29,43 @@ def model_column(resource: dict) -> str:
     return (spec.get("url") and "external") or spec.get("runtime", "")
 
 
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
+    """Triggers: NAME, AGENT, SCHEDULE (or webhook), LAST RUN, NEXT RUN, LAST OUTCOME, PHASE."""
+    if not resources:
+        return "No resources found."
+    header = (["NAMESPACE"] if show_namespace else []) + [
+        "NAME", "AGENT", "SCHEDULE", "LAST RUN", "NEXT RUN", "LAST OUTCOME", "PHASE"]
+    rows = [header]
+    for resource in resources:
+        spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
+        history = status.get("history") or []
+        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row += [
+            metadata.get("name", ""),
+            spec.get("agent", ""),
+            f"{spec['schedule']}{' ' + spec['timeZone'] if spec.get('timeZone') else ''}" if spec.get("schedule")
+            else "webhook",
+            status.get("lastRun") or "-",
+            status.get("nextRun") or "-",
+            ("Running" if status.get("active") else None) or (history[-1].get("outcome") if history else "-"),
+            status.get("phase") or "Pending",
+        ]
+        rows.append(row)
+    return _aligned(rows)
+
+
 def table(resources: list[dict], show_namespace: bool = False) -> str:
     """A kubectl-like table of one kind: NAME, MODEL, READY, PHASE, ENDPOINT."""
     if not resources:
         return "No resources found."
     kind = resources[0].get("kind")
+    if kind == "Trigger":
+        return trigger_table(resources, show_namespace)
     header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
     rows = [header]
     for resource in resources:
@@ -48,8 +80,7 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
             status.get("endpoint") or "-",
         ]
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+    return _aligned(rows)
 
 
 def progress_line(resource: dict) -> str:
