@@ -92,7 +92,8 @@ def progress_line(resource: dict) -> str:
 
 
 def settled(resources: list[dict]) -> bool:
-    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed") for r in resources)
+    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed)."""
+    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended") for r in resources)
 
 
 def suggested_agent(resources: list[dict]) -> dict | None:
@@ -102,18 +103,28 @@ def suggested_agent(resources: list[dict]) -> dict | None:
     return (delegating or agents or [None])[0]
 
 
+def where(resource: dict, gateway: str) -> str:
+    """Where a resource is reached through the gateway (a scheduled Trigger: when it runs next)."""
+    metadata, spec = resource["metadata"], resource.get("spec") or {}
+    if resource["kind"] == "Trigger":
+        if spec.get("webhook"):
+            return f"POST {gateway}/{metadata['namespace']}/trigger/{metadata['name']}"
+        return f"schedule {spec.get('schedule')}, next run {(resource.get('status') or {}).get('nextRun') or '-'}"
+    path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
+    if resource["kind"] == "MCPServer" and not spec.get("url"):
+        path += "/mcp"
+    return gateway + path
+
+
 def summary(resources: list[dict], gateway: str) -> str:
     """The URLs of every resource through the gateway and a `kaos chat` line to try."""
     lines = [f"Gateway: {gateway}"]
     for resource in resources:
-        metadata = resource["metadata"]
         status = resource.get("status") or {}
-        path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
-        if resource["kind"] == "MCPServer" and not (resource.get("spec") or {}).get("url"):
-            path += "/mcp"
         state = status.get("phase", "Pending")
         detail = f"  {status.get('message')}" if state == "Failed" and status.get("message") else ""
-        lines.append(f"  {resource['kind']:<9} {metadata['name']:<20} {state:<8} {gateway}{path}{detail}")
+        lines.append(f"  {resource['kind']:<9} {resource['metadata']['name']:<20} {state:<8} "
+                     f"{where(resource, gateway)}{detail}")
     agent = suggested_agent(resources)
     if agent is not None:
         namespace = agent["metadata"]["namespace"]

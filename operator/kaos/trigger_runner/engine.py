@@ -105,6 +105,7 @@ class TriggerEngine:
             state.schedule.cancel()
             state.schedule = None
         if spec is not None and spec.schedule is not None:
+            state.next_run = spec.schedule.next_after(self.clock())
             state.schedule = asyncio.get_running_loop().create_task(self._schedule(key, state))
 
     def delete(self, namespace: str, name: str) -> None:
