@@ -1,5 +1,6 @@
 """The run executor against a real `kaos-runtime agent` process (its model: the mock model server)."""
 
+import json
 from datetime import datetime, timezone
 
 import httpx
@@ -87,3 +88,14 @@ async def test_a_spent_budget_and_an_absent_agent_fail_the_run_with_the_reason(s
         absent = await execute(client, f"http://127.0.0.1:{free_port()}", "daily", new_run(book), "three",
                                Limits(timeout=5))
     assert absent.outcome == FAILED and absent.text.startswith("cannot reach the agent at http://127.0.0.1:")
+
+
+async def test_a_run_over_max_steps_is_stopped_by_the_agent_and_failed(agent, mock_model):
+    mock_model.reset()
+    mock_model.script(*["```tool_call\n" + json.dumps({"tool": "nope", "arguments": {}}) + "\n```"] * 5)
+    run = new_run(RunBook("stepper"))
+    async with httpx.AsyncClient() as client:
+        result = await execute(client, agent.url, "stepper", run, "loop", Limits(timeout=30, max_steps=2))
+    assert result.outcome == FAILED
+    assert result.text.startswith("stopped (max_steps): Stopped: reached the step limit of 2 model calls")
+    assert len(mock_model.requests()) == 2
