@@ -13,7 +13,6 @@ written before its message goes out (see kaos.triggers.tick). Webhooks are serve
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from typing import Any, Mapping
 
@@ -21,6 +20,7 @@ import aiohttp.web
 
 from kaos.api import AGENT, TRIGGER_NAMES
 from kaos.operator.kube import KubeApi
+from kaos.operator.status import with_transition_times
 from kaos.operator.world import World, plain
 from kaos.reconcile import Ref
 from kaos.routes import parse_trigger_path
@@ -30,21 +30,6 @@ from kaos.triggers.webhook import DELIVERY_HEADER, MAX_BODY_BYTES
 
 log = logging.getLogger("kaos.operator.triggers")
 RUN_NOW_ANNOTATION = "kaos.tools/run-now"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
-    """Keep a condition's lastTransitionTime while its status stays the same."""
-    before = {c.get("type"): c for c in previous.get("conditions") or []}
-    conditions = []
-    for condition in desired.get("conditions") or []:
-        old = before.get(condition["type"]) or {}
-        same = old.get("status") == condition["status"] and old.get("lastTransitionTime")
-        conditions.append({**condition, "lastTransitionTime": old["lastTransitionTime"] if same else _now()})
-    return {**desired, "conditions": conditions}
 
 
 class ClusterTriggers:
