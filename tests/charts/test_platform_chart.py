@@ -208,7 +208,7 @@ def test_triggers_webhooks_have_a_service_and_with_the_gateway_a_route():
     (rule,) = route["spec"]["rules"]
     assert rule["backendRefs"] == [{"name": "kaos-triggers", "port": 8090}]
     pattern = re.compile(rule["matches"][0]["path"]["value"])
-    assert pattern.match("/team-a/trigger/ci-failed") and not pattern.match("/team-a/agent/x")
+    assert pattern.fullmatch("/team-a/trigger/ci-failed") and not pattern.fullmatch("/team-a/agent/x/trigger/y")
     assert rule["matches"][0]["method"] == "POST"
     assert not any(d["kind"] == "Service" for d in platform({"operator": {"triggerPort": 0}}))
 

@@ -110,7 +110,7 @@ async def test_replace_stops_the_run_in_progress(engine_and_host, mock_model):
     await eventually(lambda: len(engine.sent) == 1, 10, what="the first run sent")
     second = await engine.fire("team", "fresh")
     assert (first.status, second.status) == (202, 202)
-    history = await eventually(lambda: finished(host, "fresh", 2), 10, what="both runs ended")
+    history = await eventually(lambda: finished(host, "fresh", 2), 30, what="both runs ended")
     outcomes = {e["runId"]: (e["outcome"], e["summary"]) for e in history}
     assert outcomes[first.body["runId"]] == (FAILED, f"replaced by run {second.body['runId']} "
                                                      "(concurrencyPolicy Replace)")
