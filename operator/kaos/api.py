@@ -14,6 +14,8 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 AGENT, MODELAPI, MCPSERVER = "Agent", "ModelAPI", "MCPServer"
+# Sends messages to an Agent on a schedule or a signed webhook; it deploys no workload of its own.
+TRIGGER = "Trigger"
 
 # Helm's limit on a release name; each resource becomes the release "<chart>-<name>".
 HELM_RELEASE_NAME_MAX = 53
@@ -44,13 +46,33 @@ class KindNames(NamedTuple):
         return self.kind.lower()
 
 
-# In dependency order: what an Agent uses comes first (the order `kaos up` applies and lists them).
+# The kinds that deploy a workload (one Helm release each), in dependency order: what an Agent
+# uses comes first (the order `kaos up` applies and lists them).
 NAMES: dict[str, KindNames] = {
     MODELAPI: KindNames(MODELAPI, "modelapis", ("api", "apis"), "modelapi", "modelapi", "uses-modelapi"),
     MCPSERVER: KindNames(MCPSERVER, "mcpservers", ("mcp", "mcps"), "mcp", "mcpserver", "uses-mcp"),
     AGENT: KindNames(AGENT, "agents", ("agent", "agents"), "agent", "agent", "peer"),
 }
 KINDS = tuple(NAMES)
+
+
+class TriggerNames(NamedTuple):
+    """The names of the Trigger kind, which has no chart: its webhook is served at
+    /<namespace>/<segment>/<name> by whatever runs triggers (the operator, ``kaos up``)."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    segment: str
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+TRIGGER_NAMES = TriggerNames(TRIGGER, "triggers", ("trigger",), "trigger")
+# Every kind the API serves (a CRD each): the workload kinds, then Trigger.
+SERVED_KINDS = (*KINDS, TRIGGER)
 
 PLURALS = {kind: names.plural for kind, names in NAMES.items()}
 CHART_OF = {kind: names.chart for kind, names in NAMES.items()}
@@ -60,7 +82,7 @@ KIND_OF_SEGMENT = {names.segment: kind for kind, names in NAMES.items()}
 # What kubectl accepts for a kind, lower case: singular, plural and short names.
 KIND_ALIASES = {
     alias: kind
-    for kind, names in NAMES.items()
+    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES}.items()
     for alias in (names.singular, names.plural, *names.short_names)
 }
 
@@ -76,6 +98,8 @@ def name_limit(kind: str) -> NameLimit:
     """The one rule on resource names, for the CRD validation, the reconcile core and the
     charts (scripts/generate writes it into kaos-common): every place a name goes must fit
     its limit, and the tightest place wins."""
+    if kind == TRIGGER:
+        return NameLimit(DNS_LABEL_MAX, f"the path segment of its webhook must be a DNS label of {DNS_LABEL_MAX}")
     names = NAMES[kind]
     places = [
         (HELM_RELEASE_NAME_MAX, names.chart, f"the Helm release {names.chart}-<name> must fit in {HELM_RELEASE_NAME_MAX}"),

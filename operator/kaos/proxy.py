@@ -35,14 +35,18 @@ async def send_json(send, status: int, payload: dict, headers: Headers = ()) -> 
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(receive) -> bytes:
-    chunks = []
+async def read_body(receive, limit: int | None = None) -> bytes:
+    """The request body; with ``limit``, reading stops past ``limit`` bytes (the caller sees
+    more than ``limit`` and refuses it, without holding a huge body in memory)."""
+    chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body") or (limit is not None and size > limit):
             break
     return b"".join(chunks)
 

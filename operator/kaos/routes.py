@@ -1,6 +1,7 @@
 """The gateway's URL layout, shared by the gateway, the control plane and the CLI (pure).
 
-``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``: the paths of the cluster's HTTPRoutes.
+``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``: the paths of the cluster's HTTPRoutes;
+``/<namespace>/trigger/<name>``: a Trigger's webhook.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kaos.api import KIND_OF_SEGMENT, SEGMENT_OF
+from kaos.api import KIND_OF_SEGMENT, SEGMENT_OF, TRIGGER_NAMES
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -38,6 +39,14 @@ def parse_route(path: str) -> Route | None:
         return None
     rest = "/" + parts[4] if len(parts) == 5 else "/"
     return Route(parts[1], KIND_OF_SEGMENT[parts[2]], parts[3], rest)
+
+
+def parse_trigger_path(path: str) -> tuple[str, str] | None:
+    """(namespace, name) of a Trigger's webhook path ``/<namespace>/trigger/<name>``, else None."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) == 4 and parts[0] == "" and parts[2] == TRIGGER_NAMES.segment and parts[1] and parts[3]:
+        return parts[1], parts[3]
+    return None
 
 
 def gateway_path(namespace: str, kind: str, name: str) -> str:

@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     health_port: int = 8080
     # Prometheus metrics of the operator (GET /metrics on this port); 0: none (the platform chart sets 9090).
     metrics_port: int = Field(0, ge=0, le=65535)
+    # Where the operator serves Triggers' webhooks (POST /<namespace>/trigger/<name>); 0: none
+    # (the platform chart sets 8090 and routes the path to it).
+    trigger_port: int = Field(0, ge=0, le=65535)
     # A ServiceMonitor per agent (when the cluster has the Prometheus Operator's CRD).
     service_monitor_enabled: bool = False
     # The cluster runs KEDA: an autoscaling workload with an in-flight requests target gets a KEDA

@@ -20,7 +20,7 @@ def documented_settings() -> set[str]:
 
 def test_default_install_renders_operator_rbac_and_settings():
     assert kinds(platform()) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-                                 "ConfigMap", "Deployment", "ServiceAccount"]
+                                 "ConfigMap", "Deployment", "Service", "ServiceAccount"]
 
 
 def test_settings_configmap_publishes_exactly_the_documented_variables():
@@ -76,7 +76,8 @@ def test_operator_deployment_is_locked_down_and_probed():
     assert {"name": "KAOS_OPERATOR_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in c["env"]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"},
-                          {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]
+                          {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+                          {"name": "triggers", "containerPort": 8090, "protocol": "TCP"}]
     assert c["resources"]["limits"] and c["resources"]["requests"]
 
 
@@ -159,18 +160,21 @@ def test_gateway_is_created_only_when_asked():
 
 def test_crds_are_installed_from_crds_folder():
     crds = {d["spec"]["names"]["kind"]: d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"}
-    assert set(crds) == {"Agent", "ModelAPI", "MCPServer"}
+    assert set(crds) == {"Agent", "ModelAPI", "MCPServer", "Trigger"}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
-    assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"]}
+    assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"],
+                     "Trigger": ["trigger"]}
     for kind, crd in crds.items():
         assert crd["spec"]["group"] == "kaos.tools" and crd["spec"]["scope"] == "Namespaced"
         (version,) = crd["spec"]["versions"]
         assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
         assert version["subresources"] == {"status": {}}
         columns = [c["name"] for c in version["additionalPrinterColumns"]]
-        assert {"Ready", "Phase"} <= set(columns)
+        assert {"Ready", "Phase"} <= set(columns) if kind != "Trigger" else "Phase" in columns
     agent_columns = [c["name"] for c in crds["Agent"]["spec"]["versions"][0]["additionalPrinterColumns"]]
     assert agent_columns[:4] == ["ModelAPI", "Model", "Ready", "Phase"]
+    trigger_columns = [c["name"] for c in crds["Trigger"]["spec"]["versions"][0]["additionalPrinterColumns"]]
+    assert trigger_columns[:4] == ["Agent", "Schedule", "Last Run", "Phase"]
 
 
 def _structural_problems(schema, path="") -> list[str]:
@@ -193,6 +197,20 @@ def test_crd_schemas_are_structural():
     for crd in (d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"):
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         assert _structural_problems(schema) == [], crd["metadata"]["name"]
+
+
+def test_triggers_webhooks_have_a_service_and_with_the_gateway_a_route():
+    service = one(platform(), "Service", "kaos-triggers")
+    assert service["spec"]["ports"] == [{"name": "triggers", "port": 8090, "targetPort": "triggers", "protocol": "TCP"}]
+    assert service["spec"]["selector"] == one(platform(), "Deployment")["spec"]["selector"]["matchLabels"]
+    assert "HTTPRoute" not in kinds(platform())
+    route = one(platform({"gateway": {"enabled": True}}), "HTTPRoute", "kaos-triggers")
+    (rule,) = route["spec"]["rules"]
+    assert rule["backendRefs"] == [{"name": "kaos-triggers", "port": 8090}]
+    pattern = re.compile(rule["matches"][0]["path"]["value"])
+    assert pattern.fullmatch("/team-a/trigger/ci-failed") and not pattern.fullmatch("/team-a/agent/x/trigger/y")
+    assert rule["matches"][0]["method"] == "POST"
+    assert not any(d["kind"] == "Service" for d in platform({"operator": {"triggerPort": 0}}))
 
 
 def test_the_platform_chart_renders_no_secret():
@@ -219,7 +237,7 @@ def test_object_names_come_from_the_release():
             ("ServiceAccount", f"{base}-operator"), ("ConfigMap", f"{base}-operator-settings"),
             ("Deployment", f"{base}-operator"), ("ClusterRole", f"{base}-operator"),
             ("ClusterRole", f"{base}-operator-cluster"), ("ClusterRoleBinding", f"{base}-operator-cluster"),
-            ("RoleBinding", f"{base}-operator")]), release
+            ("RoleBinding", f"{base}-operator"), ("Service", f"{base}-triggers")]), release
         refs = _operator_objects(docs)
         assert refs["serviceAccountName"] == f"{base}-operator" and refs["envFrom"] == f"{base}-operator-settings"
         assert refs[f"RoleBinding {base}-operator roleRef"] == f"{base}-operator"

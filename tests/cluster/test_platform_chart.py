@@ -20,7 +20,7 @@ from tests.cluster.platform import (
 )
 from tests.support.polling import wait_until
 
-KAOS_CRDS = ("agents.kaos.tools", "modelapis.kaos.tools", "mcpservers.kaos.tools")
+KAOS_CRDS = ("agents.kaos.tools", "modelapis.kaos.tools", "mcpservers.kaos.tools", "triggers.kaos.tools")
 
 
 def _condition(obj: dict, kind: str) -> str | None:

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -143,10 +144,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"console screenshots: {_shots.folder}")
 
 
-@pytest.fixture
-def page(browser, kaos_up):
-    """A fresh page on the console; JavaScript errors fail the test."""
-    context = browser.new_context(viewport=VIEWPORT, base_url=kaos_up.url)
+@contextmanager
+def opened_page(browser, base_url: str):
+    """A fresh page on the console at ``base_url``; JavaScript errors fail the test."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=base_url)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -154,6 +155,12 @@ def page(browser, kaos_up):
     yield page
     context.close()
     assert not errors, f"JavaScript errors in the console: {errors}"
+
+
+@pytest.fixture
+def page(browser, kaos_up):
+    with opened_page(browser, kaos_up.url) as page:
+        yield page
 
 
 def attribute(page, selector: str, name: str) -> str | None:

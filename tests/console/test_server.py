@@ -13,7 +13,7 @@ from kaos.api import API_VERSION, MODELAPI, PLURALS
 from kaos.console import Console, Health, LocalCatalog
 from kaos.console.__main__ import main as console_main
 from kaos.console.__main__ import parser
-from kaos.console.catalog import CachedCatalog, CatalogError
+from kaos.console.catalog import CachedCatalog, CatalogError, sort_resources
 from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy, parse_route, upstream
 
 
@@ -100,6 +100,17 @@ def test_health_tells_down_from_starting():
     assert state(phase="Pending") == "starting", "re-created: it starts afresh"
 
 
+def test_a_triggers_health_is_its_phase_and_it_sorts_last():
+    health = lambda **status: Health().annotate([resource("Trigger", "t", **status)])[0]["health"]  # noqa: E731
+    assert health(phase="Ready", ready=True, message="next run at 2026-03-02T02:00:00Z") == {
+        "state": "ready", "label": "Ready", "detail": "next run at 2026-03-02T02:00:00Z"}
+    assert health(phase="Suspended")["state"] == "waiting" and health(phase="Suspended")["label"] == "Suspended"
+    assert health(phase="Failed", message="schedule: bad")["state"] == "failed"
+    assert health(phase="Waiting")["state"] == "waiting"
+    items = [resource("Trigger", "t"), resource("Agent", "a"), resource("ModelAPI", "m")]
+    assert [i["kind"] for i in sort_resources(items)] == ["ModelAPI", "Agent", "Trigger"]
+
+
 async def test_the_cached_catalog_shares_one_listing():
     calls = []
 
@@ -135,7 +146,7 @@ class FakeApiServer:
                                              status=403)
         parts = request.path.strip("/").split("/")  # apis/kaos.tools/v1alpha1[/namespaces/<ns>]/<plural>
         plural, namespace = parts[-1], parts[4] if len(parts) == 6 else None
-        kind = next(kind for kind, its_plural in PLURALS.items() if its_plural == plural)
+        kind = next(kind for kind, its_plural in {**PLURALS, "Trigger": "triggers"}.items() if its_plural == plural)
         items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in self.objects
                  if o["kind"] == kind and namespace in (None, o["metadata"]["namespace"])]
         return aiohttp.web.json_response({"kind": f"{kind}List", "items": items})
@@ -171,7 +182,7 @@ async def test_the_kubernetes_catalog_lists_with_the_service_account_token(serve
         items = await catalog.resources()
         assert sorted((i["kind"], i["metadata"]["name"]) for i in items) == [("Agent", "a"), ("Agent", "x"), ("ModelAPI", "m")]
         assert all(i["apiVersion"] == API_VERSION for i in items), "list items get their kind back"
-        assert sorted(api.paths) == sorted(f"/apis/{API_VERSION}/{plural}" for plural in PLURALS.values())
+        assert sorted(api.paths) == sorted(f"/apis/{API_VERSION}/{plural}" for plural in [*PLURALS.values(), "triggers"])
         namespaced = KubernetesCatalog(url, token_file=token, namespaces=("team",))
         assert {i["metadata"]["namespace"] for i in await namespaced.resources()} == {"team"}
         await namespaced.aclose()
@@ -180,7 +191,7 @@ async def test_the_kubernetes_catalog_lists_with_the_service_account_token(serve
         with pytest.raises(CatalogError) as refused:
             await catalog.resources()
         assert "refused to list" in str(refused.value) and "403 Forbidden" in str(refused.value)
-        assert "needs get and list on agents, modelapis and mcpservers" in str(refused.value)
+        assert "needs get and list on agents, modelapis, mcpservers and triggers" in str(refused.value)
     finally:
         await catalog.aclose()
 

@@ -2,7 +2,7 @@
 
 import yaml
 
-from kaos.api import API_VERSION, GROUP, KIND_ALIASES, KINDS, NAMES, VERSION
+from kaos.api import API_VERSION, GROUP, KIND_ALIASES, NAMES, SERVED_KINDS, TRIGGER, TRIGGER_NAMES, VERSION
 from kaos.settings import Settings
 
 
@@ -17,8 +17,8 @@ def crds() -> dict[str, dict]:
 
 def test_every_kind_has_a_crd_with_the_same_names():
     served = crds()
-    assert set(served) == set(KINDS)
-    for kind, names in NAMES.items():
+    assert set(served) == set(SERVED_KINDS)
+    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES}.items():
         spec = served[kind]["spec"]
         assert spec["group"] == GROUP
         assert served[kind]["metadata"]["name"] == f"{names.plural}.{GROUP}"
@@ -34,4 +34,5 @@ def test_aliases_are_what_kubectl_accepts():
         "agent": "Agent", "agents": "Agent",
         "modelapi": "ModelAPI", "modelapis": "ModelAPI", "api": "ModelAPI", "apis": "ModelAPI",
         "mcpserver": "MCPServer", "mcpservers": "MCPServer", "mcp": "MCPServer", "mcps": "MCPServer",
+        "trigger": "Trigger", "triggers": "Trigger",
     }

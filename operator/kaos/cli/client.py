@@ -66,6 +66,10 @@ class Client:
         params = {k: v for k, v in (("kind", kind), ("namespace", namespace)) if v}
         return self._call("GET", "/resources", params=params)["items"]
 
+    def run_trigger(self, name: str, namespace: str = "default") -> dict:
+        """A run of the Trigger now: ``{"runId", "sessionId"}`` (or why it did not start)."""
+        return self._call("POST", "/trigger-run", json={"name": name, "namespace": namespace})
+
     def deployments(self) -> list[dict]:
         return self._call("GET", "/deployments")["items"]
 

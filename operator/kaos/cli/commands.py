@@ -167,7 +167,7 @@ def cmd_delete(args) -> int:
 def cmd_get(args) -> int:
     kind = KIND_ALIASES.get(args.kind.lower())
     if kind is None:
-        raise UsageError(f"unknown resource type {args.kind!r}; use agents, modelapis or mcpservers")
+        raise UsageError(f"unknown resource type {args.kind!r}; use agents, modelapis, mcpservers or triggers")
     resources = _client().resources(kind, None if args.all_namespaces else args.namespace)
     if args.output == "json":
         print(json.dumps({"items": resources}, indent=2))
@@ -259,6 +259,12 @@ def _check_chat(response: httpx.Response, args) -> None:
     raise UsageError(f"agent {args.agent!r} answered {response.status_code}: {detail}")
 
 
+def cmd_trigger_run(args) -> int:
+    started = _client().run_trigger(args.name, args.namespace)
+    print(f"Trigger {args.namespace}/{args.name}: run {started['runId']} started in session {started['sessionId']}")
+    return 0
+
+
 def cmd_down(args) -> int:
     if stop_control_plane(_settings().home):
         print("stopped the control plane and every process it started")
@@ -288,8 +294,8 @@ def parser() -> argparse.ArgumentParser:
     delete.add_argument("-n", "--namespace", default="default")
     delete.set_defaults(run=cmd_delete)
 
-    get = commands.add_parser("get", help="list agents, modelapis or mcpservers")
-    get.add_argument("kind", help="agents, modelapis or mcpservers")
+    get = commands.add_parser("get", help="list agents, modelapis, mcpservers or triggers")
+    get.add_argument("kind", help="agents, modelapis, mcpservers or triggers")
     get.add_argument("-n", "--namespace", default="default")
     get.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
@@ -308,6 +314,13 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--stream", action="store_true")
     chat.set_defaults(run=cmd_chat)
 
+    trigger = commands.add_parser("trigger", help="act on a Trigger: `kaos trigger run NAME` starts a run now")
+    trigger_actions = trigger.add_subparsers(dest="action", required=True)
+    run = trigger_actions.add_parser("run", help="start a run of the Trigger now, whatever its schedule")
+    run.add_argument("name")
+    run.add_argument("-n", "--namespace", default="default")
+    run.set_defaults(run=cmd_trigger_run)
+
     down = commands.add_parser("down", help="stop the control plane and every process it started")
     down.set_defaults(run=cmd_down)
     return root
@@ -317,8 +330,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     """Options and positionals may be mixed (``kaos chat AGENT -n NS MESSAGE``)."""
     root = parser()
     commands = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
-    if argv and argv[0] in commands.choices:
-        return commands.choices[argv[0]].parse_intermixed_args(argv[1:])
+    command = commands.choices.get(argv[0]) if argv else None
+    if command is not None and not any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+        return command.parse_intermixed_args(argv[1:])
     return root.parse_args(argv)
 
 

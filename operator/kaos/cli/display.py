@@ -29,11 +29,43 @@ def model_column(resource: dict) -> str:
     return (spec.get("url") and "external") or spec.get("runtime", "")
 
 
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
+    """Triggers: NAME, AGENT, SCHEDULE (or webhook), LAST RUN, NEXT RUN, LAST OUTCOME, PHASE."""
+    if not resources:
+        return "No resources found."
+    header = (["NAMESPACE"] if show_namespace else []) + [
+        "NAME", "AGENT", "SCHEDULE", "LAST RUN", "NEXT RUN", "LAST OUTCOME", "PHASE"]
+    rows = [header]
+    for resource in resources:
+        spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
+        history = status.get("history") or []
+        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row += [
+            metadata.get("name", ""),
+            spec.get("agent", ""),
+            f"{spec['schedule']}{' ' + spec['timeZone'] if spec.get('timeZone') else ''}" if spec.get("schedule")
+            else "webhook",
+            status.get("lastRun") or "-",
+            status.get("nextRun") or "-",
+            ("Running" if status.get("active") else None) or (history[-1].get("outcome") if history else "-"),
+            status.get("phase") or "Pending",
+        ]
+        rows.append(row)
+    return _aligned(rows)
+
+
 def table(resources: list[dict], show_namespace: bool = False) -> str:
     """A kubectl-like table of one kind: NAME, MODEL, READY, PHASE, ENDPOINT."""
     if not resources:
         return "No resources found."
     kind = resources[0].get("kind")
+    if kind == "Trigger":
+        return trigger_table(resources, show_namespace)
     header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
     rows = [header]
     for resource in resources:
@@ -48,8 +80,7 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
             status.get("endpoint") or "-",
         ]
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+    return _aligned(rows)
 
 
 def progress_line(resource: dict) -> str:
@@ -61,7 +92,8 @@ def progress_line(resource: dict) -> str:
 
 
 def settled(resources: list[dict]) -> bool:
-    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed") for r in resources)
+    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed)."""
+    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended") for r in resources)
 
 
 def suggested_agent(resources: list[dict]) -> dict | None:
@@ -71,18 +103,28 @@ def suggested_agent(resources: list[dict]) -> dict | None:
     return (delegating or agents or [None])[0]
 
 
+def where(resource: dict, gateway: str) -> str:
+    """Where a resource is reached through the gateway (a scheduled Trigger: when it runs next)."""
+    metadata, spec = resource["metadata"], resource.get("spec") or {}
+    if resource["kind"] == "Trigger":
+        if spec.get("webhook"):
+            return f"POST {gateway}/{metadata['namespace']}/trigger/{metadata['name']}"
+        return f"schedule {spec.get('schedule')}, next run {(resource.get('status') or {}).get('nextRun') or '-'}"
+    path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
+    if resource["kind"] == "MCPServer" and not spec.get("url"):
+        path += "/mcp"
+    return gateway + path
+
+
 def summary(resources: list[dict], gateway: str) -> str:
     """The URLs of every resource through the gateway and a `kaos chat` line to try."""
     lines = [f"Gateway: {gateway}"]
     for resource in resources:
-        metadata = resource["metadata"]
         status = resource.get("status") or {}
-        path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
-        if resource["kind"] == "MCPServer" and not (resource.get("spec") or {}).get("url"):
-            path += "/mcp"
         state = status.get("phase", "Pending")
         detail = f"  {status.get('message')}" if state == "Failed" and status.get("message") else ""
-        lines.append(f"  {resource['kind']:<9} {metadata['name']:<20} {state:<8} {gateway}{path}{detail}")
+        lines.append(f"  {resource['kind']:<9} {resource['metadata']['name']:<20} {state:<8} "
+                     f"{where(resource, gateway)}{detail}")
     agent = suggested_agent(resources)
     if agent is not None:
         namespace = agent["metadata"]["namespace"]

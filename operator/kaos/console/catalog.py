@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from typing import Any, Awaitable, Callable, Protocol
 
-from kaos.api import KINDS
+from kaos.api import SERVED_KINDS, TRIGGER
 
 # What the console makes of a resource's status (the front end colours by it).
 READY, STARTING, WAITING, DOWN, FAILED = "ready", "starting", "waiting", "down", "failed"
@@ -17,7 +17,7 @@ class CatalogError(RuntimeError):
 
 
 class Catalog(Protocol):
-    """Lists every Agent, ModelAPI and MCPServer, each as the API holds it (status included)."""
+    """Lists every Agent, ModelAPI, MCPServer and Trigger, each as the API holds it (status included)."""
 
     source: str  # where they come from, shown by the console: "local" or "kubernetes"
 
@@ -48,10 +48,10 @@ def key_of(resource: dict) -> tuple[str, str, str]:
 
 
 def sort_resources(items: list[dict]) -> list[dict]:
-    """ModelAPIs, MCP servers, then agents (dependency order), each by namespace and name."""
+    """ModelAPIs, MCP servers, agents (dependency order), then triggers, each by namespace and name."""
     def order(item: dict):
         kind, namespace, name = key_of(item)
-        return (KINDS.index(kind) if kind in KINDS else len(KINDS), namespace, name)
+        return (SERVED_KINDS.index(kind) if kind in SERVED_KINDS else len(SERVED_KINDS), namespace, name)
     return sorted(items, key=order)
 
 
@@ -72,7 +72,9 @@ class Health:
             kind, namespace, name = key_of(item)
             key = (kind, namespace, name, (item.get("metadata") or {}).get("uid"))
             seen.add(key)
-            annotated.append({**item, "health": self._health(key, item.get("status") or {})})
+            status = item.get("status") or {}
+            health = _trigger_health(status) if kind == TRIGGER else self._health(key, status)
+            annotated.append({**item, "health": health})
         self._was_ready &= seen  # a deleted and re-created resource starts afresh
         return annotated
 
@@ -111,3 +113,11 @@ class CachedCatalog:
                 self._items = await self.catalog.resources()
                 self._at = now
             return self._items
+
+
+def _trigger_health(status: dict[str, Any]) -> dict[str, str]:
+    """A Trigger runs no workload: its phase says it all (Suspended is a choice, shown as waiting)."""
+    phase = status.get("phase") or "Pending"
+    message = status.get("message") or ""
+    state = {"Ready": READY, "Failed": FAILED, "Waiting": WAITING, "Suspended": WAITING}.get(phase, STARTING)
+    return {"state": state, "label": phase, "detail": message}

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
-from kaos.api import API_VERSION, KINDS, MCPSERVER, PLURALS
+from kaos.api import API_VERSION, MCPSERVER, PLURALS, SERVED_KINDS, TRIGGER, TRIGGER_NAMES
 from kaos.console.app import JSON_HEADERS, send_json
 from kaos.console.catalog import Catalog, CatalogError, key_of
 from kaos.proxy import Forwarder, forwarded_headers
@@ -76,15 +76,15 @@ class KubernetesCatalog:
         """(kind, API path) of every list call."""
         base = f"/apis/{API_VERSION}"
         if not self.namespaces:
-            return [(kind, f"{base}/{PLURALS[kind]}") for kind in KINDS]
-        return [(kind, f"{base}/namespaces/{quote(ns)}/{PLURALS[kind]}") for ns in self.namespaces for kind in KINDS]
+            return [(kind, f"{base}/{_plural(kind)}") for kind in SERVED_KINDS]
+        return [(kind, f"{base}/namespaces/{quote(ns)}/{_plural(kind)}") for ns in self.namespaces for kind in SERVED_KINDS]
 
     async def resources(self) -> list[dict]:
         results = await asyncio.gather(*(self._list(kind, path) for kind, path in self.paths()))
         return [item for items in results for item in items]
 
     async def _list(self, kind: str, path: str) -> list[dict]:
-        what = f"{PLURALS[kind]}.{API_VERSION.split('/')[0]}"
+        what = f"{_plural(kind)}.{API_VERSION.split('/')[0]}"
         try:
             async with self.session.get(self.server + path, headers=self._headers(),
                                         timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
@@ -94,7 +94,7 @@ class KubernetesCatalog:
                         message = (await response.json(content_type=None)).get("message") or text
                     except ValueError:
                         message = text
-                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis and mcpservers "
+                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis, mcpservers and triggers "
                             "(charts/kaos with console.enabled grants them)") if response.status in (401, 403) else ""
                     raise CatalogError(f"the Kubernetes API refused to list {what} "
                                        f"({response.status} {response.reason}): {message.strip()}{hint}")
@@ -108,6 +108,10 @@ class KubernetesCatalog:
             item.setdefault("apiVersion", API_VERSION)
             item.setdefault("kind", kind)
         return items
+
+
+def _plural(kind: str) -> str:
+    return TRIGGER_NAMES.plural if kind == TRIGGER else PLURALS[kind]
 
 
 def upstream(resource: dict, rest: str) -> URL | None:

@@ -17,6 +17,7 @@ from kaos.local.workloads import Workloads, local_which
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.reconcile import Ref
 from kaos.routes import Backend, Route
+from kaos.triggers.webhook import Answer
 
 
 class ControlPlane:
@@ -60,3 +61,12 @@ class ControlPlane:
 
     def backend_of(self, route: Route) -> Backend:
         return self.loop.backend_of(route)
+
+    async def run_trigger(self, namespace: str, name: str) -> Answer:
+        """A run of the Trigger now (`kaos trigger run`)."""
+        return await self.loop.triggers.run(namespace, name)
+
+    async def trigger_webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
+                              delivery_id: str | None) -> Answer:
+        """A call to the Trigger's webhook (the gateway's POST /<namespace>/trigger/<name>)."""
+        return await self.loop.triggers.webhook(namespace, name, body, signature, delivery_id)

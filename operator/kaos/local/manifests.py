@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from kaos.api import KINDS
+from kaos.api import SERVED_KINDS
 
 # The Kubernetes kinds `kaos up` keeps besides its own (what env valueFrom and volumes read).
 CORE_KINDS = ("Secret", "ConfigMap")
@@ -46,8 +46,8 @@ def load_manifests(paths: list[str]) -> list[tuple[dict, str]]:
 
 
 def apply_order(kind: str) -> int:
-    """Secrets and ConfigMaps first, then ModelAPIs, MCP servers, agents."""
-    order = (*CORE_KINDS, *KINDS)
+    """Secrets and ConfigMaps first, then ModelAPIs, MCP servers, agents, triggers."""
+    order = (*CORE_KINDS, *SERVED_KINDS)
     return order.index(kind) if kind in order else len(order)
 
 

@@ -14,10 +14,12 @@ import logging
 from typing import Callable
 
 from kaos import reconcile
+from kaos.api import TRIGGER
 from kaos.backoff import Backoff
 from kaos.local.containers import LocalProcess
 from kaos.local.manifests import CORE_KINDS
 from kaos.local.store import ResourceStore
+from kaos.local.triggers import Triggers
 from kaos.local.workloads import Workloads
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
@@ -44,6 +46,7 @@ class ReconcileLoop:
         self._worker: asyncio.Task | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        self.triggers = Triggers(store, self._write_status)
         store.watch(self._stored)
 
     def start(self) -> None:
@@ -58,6 +61,7 @@ class ReconcileLoop:
                 pass
         for task in list(self._discovering.values()):
             task.cancel()
+        await self.triggers.close()
 
     async def settled(self) -> None:
         """Wait until the reconcile queue is empty (for tests and `kaos up`)."""
@@ -105,6 +109,16 @@ class ReconcileLoop:
 
     async def _reconcile(self, ref: Ref) -> None:
         resource = self.store.resources.get(ref)
+        if ref.kind == TRIGGER:  # no workload: the trigger engine runs it
+            if resource is None:
+                self.triggers.forget(ref)
+                self._notify(ref, None)
+            else:
+                since = started()
+                new_status = self.triggers.reconcile(resource)
+                self._set_status(ref, resource, new_status)
+                reconciled(ref.kind, new_status["phase"], since)
+            return
         if resource is None:
             await self.workloads.stop(ref)
             self._notify(ref, None)
@@ -144,6 +158,12 @@ class ReconcileLoop:
         return self.settings.model_copy(update={"memory_redis_url": self.workloads.redis.url})
 
     # status
+
+    def _write_status(self, ref: Ref, new_status: dict) -> None:
+        """A status the trigger engine writes now (a run's start or end), through the one writer."""
+        resource = self.store.resources.get(ref)
+        if resource is not None:
+            self._set_status(ref, resource, new_status)
 
     def _set_status(self, ref: Ref, resource: dict, new_status: dict) -> None:
         old_status = resource.get("status") or {}

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 
-from kaos.api import KIND_ALIASES, KINDS
+from kaos.api import KIND_ALIASES, SERVED_KINDS
 from kaos.console import Console, LocalCatalog
 from kaos.local.controlplane import ControlPlane
 from kaos.local.gateway import Gateway
@@ -30,6 +30,9 @@ from kaos.local.store import validate_documents
 from kaos.metrics import CONTENT_TYPE, exposition
 from kaos.proxy import read_body, send_json
 from kaos.reconcile import Ref
+from kaos.routes import parse_trigger_path
+from kaos.triggers.signature import SIGNATURE_HEADER
+from kaos.triggers.webhook import DELIVERY_HEADER, MAX_BODY_BYTES
 
 ADMIN_PREFIX = "/_kaos/"
 log = logging.getLogger("kaos.local")
@@ -58,8 +61,22 @@ class App:
             await self._admin(scope, receive, send, path[len(ADMIN_PREFIX):])
         elif self.console.serves(path):
             await self.console(scope, receive, send)
+        elif parse_trigger_path(path) is not None:
+            await self._webhook(scope, receive, send, *parse_trigger_path(path))
         else:
             await self.gateway(scope, receive, send)
+
+    async def _webhook(self, scope, receive, send, namespace: str, name: str) -> None:
+        """POST /<namespace>/trigger/<name>: a Trigger's webhook (kaos.triggers.webhook says what it answers)."""
+        if scope["method"] != "POST":
+            await send_json(send, 405, {"error": "method not allowed", "detail": "a trigger's webhook takes POST"},
+                            headers=[(b"allow", b"POST")])
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        body = await read_body(receive, limit=MAX_BODY_BYTES)
+        answer = await self.control.trigger_webhook(namespace, name, body, headers.get(SIGNATURE_HEADER.lower()),
+                                                    headers.get(DELIVERY_HEADER.lower()))
+        await send_json(send, answer.status, answer.body)
 
     async def _admin(self, scope, receive, send, action: str) -> None:
         method = scope["method"]
@@ -86,8 +103,8 @@ class App:
                 return 422, {"error": str(error)}
         if (method, action) == ("POST", "delete"):
             kind = KIND_ALIASES.get(str(body.get("kind", "")).lower(), body.get("kind"))
-            if kind not in (*KINDS, *CORE_KINDS):
-                return 400, {"error": f"unknown kind {body.get('kind')!r}; use agent, modelapi or mcpserver"}
+            if kind not in (*SERVED_KINDS, *CORE_KINDS):
+                return 400, {"error": f"unknown kind {body.get('kind')!r}; use agent, modelapi, mcpserver or trigger"}
             ref = Ref(kind, body.get("namespace") or "default", body.get("name", ""))
             if control.delete(ref):
                 return 200, {"deleted": resource_summary_of(ref)}
@@ -97,6 +114,11 @@ class App:
             return 200, {"items": control.list(kind, query.get("namespace") or None)}
         if (method, action) == ("GET", "deployments"):
             return 200, {"items": control.deployments()}
+        if (method, action) == ("POST", "trigger-run"):
+            answer = await control.run_trigger(body.get("namespace") or "default", str(body.get("name", "")))
+            if answer.status >= 400:
+                return answer.status, {"error": answer.body.get("detail", "the run did not start")}
+            return 200, answer.body
         if (method, action) == ("POST", "down"):
             asyncio.get_running_loop().call_soon(self.shutdown)
             return 202, {"status": "stopping"}

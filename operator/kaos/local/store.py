@@ -8,11 +8,12 @@ order. It runs nothing: the reconcile loop watches it and writes each resource's
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from kaos import crds
-from kaos.api import KINDS
+from kaos.api import SERVED_KINDS
 from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.reconcile import Ref
 
@@ -42,9 +43,9 @@ def validate_document(document: dict, crd_dir: Path) -> dict:
         if document.get("apiVersion") != "v1" or not metadata.get("name"):
             raise ValueError(f"{kind}: needs apiVersion v1 and metadata.name")
         return copy.deepcopy(document)
-    if kind not in KINDS:
+    if kind not in SERVED_KINDS:
         raise ValueError(
-            f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*KINDS, *CORE_KINDS))})"
+            f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*SERVED_KINDS, *CORE_KINDS))})"
         )
     return crds.validate(document, crd_dir)
 
@@ -82,9 +83,11 @@ class ResourceStore:
             document.pop("status", None)
             if old is None:
                 metadata["generation"] = 1
+                metadata["creationTimestamp"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
                 outcome = "created"
             elif old.get("spec") != document.get("spec"):
                 metadata["generation"] = old["metadata"].get("generation", 1) + 1
+                metadata["creationTimestamp"] = old["metadata"].get("creationTimestamp")
                 document["status"] = old.get("status", {})
                 outcome = "configured"
             else:
@@ -109,7 +112,7 @@ class ResourceStore:
     def list(self, kind: str | None = None, namespace: str | None = None) -> list[dict]:
         return [
             self.resources[ref]
-            for ref in sorted(self.resources, key=lambda r: (KINDS.index(r.kind), r.namespace, r.name))
+            for ref in sorted(self.resources, key=lambda r: (SERVED_KINDS.index(r.kind), r.namespace, r.name))
             if (kind is None or ref.kind == kind) and (namespace is None or ref.namespace == namespace)
         ]
 

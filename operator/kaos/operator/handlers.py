@@ -121,3 +121,6 @@ for _plural in PLURALS.values():
     kopf.on.update(GROUP, VERSION, _plural, id="reconcile")(on_change)
     kopf.on.delete(GROUP, VERSION, _plural, id="uninstall")(on_delete)
     kopf.timer(GROUP, VERSION, _plural, id="resync", interval=_resync_seconds())(on_resync)
+
+
+import kaos.operator.trigger_handlers  # noqa: E402,F401  (registers the Trigger handlers)

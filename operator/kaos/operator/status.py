@@ -27,7 +27,7 @@ async def write_status(body, outcome: Outcome, *, world: World, state: OperatorS
     if ref.kind == MCPSERVER and desired["ready"]:
         desired["tools"] = await state.tools.tools(ref, desired["endpoint"], logger=logger)
     live = dict(body.get("status") or {})  # the body follows the live object; this tick diffs one state of it
-    for key, value in _with_transition_times(live, desired).items():
+    for key, value in with_transition_times(live, desired).items():
         if live.get(key) != value:
             patch.status[key] = value
 
@@ -36,7 +36,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
+def with_transition_times(previous: Mapping[str, Any], desired: dict) -> dict:
     """Keep a condition's lastTransitionTime while its status stays the same."""
     before = {c.get("type"): c for c in previous.get("conditions") or []}
     conditions = []

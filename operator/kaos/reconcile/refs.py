@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MODELAPI
+from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MODELAPI, TRIGGER
 
 __all__ = [
     "AGENT", "CHART_OF", "KINDS", "MCPSERVER", "MODELAPI",
@@ -43,7 +43,10 @@ def a2a_peer_urls(spec: Mapping[str, Any]) -> list[str]:
 
 def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
     """The ModelAPI, each MCPServer and each peer Agent an Agent names (an A2A agent named by URL
-    is none); nothing for other kinds."""
+    is none); a Trigger's Agent; nothing for other kinds."""
+    if resource.get("kind") == TRIGGER:
+        agent = (resource.get("spec") or {}).get("agent")
+        return [Ref(AGENT, ref_of(resource).namespace, agent)] if agent else []
     if resource.get("kind") != AGENT:
         return []
     namespace = ref_of(resource).namespace

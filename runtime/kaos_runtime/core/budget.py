@@ -128,12 +128,16 @@ class RedisCounts:
 def caller_of(request) -> str:
     """The caller identity a per-caller budget counts against: the authenticated principal
     (``scope["kaos.principal"]``, when authentication sets one), else the agent that delegated
-    (``X-KAOS-Delegated-By``, as ``agent:<name>``), else ``anonymous``."""
+    (``X-KAOS-Delegated-By``, as ``agent:<name>``), else the Trigger whose run it is
+    (``X-KAOS-Trigger``, as ``trigger:<name>``), else ``anonymous``."""
     principal = request.scope.get("kaos.principal")
     if principal:
         return str(principal)
     sender = request.headers.get("x-kaos-delegated-by")
-    return f"agent:{sender}" if sender else ANONYMOUS
+    if sender:
+        return f"agent:{sender}"
+    trigger = request.headers.get("x-kaos-trigger")
+    return f"trigger:{trigger}" if trigger else ANONYMOUS
 
 
 class Budget:

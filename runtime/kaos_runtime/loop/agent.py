@@ -36,12 +36,15 @@ DELEGATION_ROLE = "task-delegation"
 @dataclass(frozen=True)
 class LoopRequest:
     """What one run of the agentic loop works on: the validated messages of a chat request
-    (roles user/assistant/system/task-delegation), its session and its delegation depth."""
+    (roles user/assistant/system/task-delegation), its session and its delegation depth, and
+    the bounds its caller set on top of the agent's (fewer steps; a number of tokens)."""
 
     messages: list[dict]
     session_id: str
     depth: int
     continued: bool
+    max_steps: int | None = None
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -50,6 +53,7 @@ class Answer:
 
     content: str
     usage: dict[str, int]
+    stopped: str = ""  # the limit that cut the run short: max_steps or max_tokens
 
     def add(self, reply: ModelReply) -> None:
         for name in USAGE_FIELDS:
@@ -119,7 +123,8 @@ class Agent:
         conversation = history + model_messages(request.messages)
         messages = [{}] + conversation  # [0]: the system prompt of the protocol each call uses
         answer = Answer("", no_usage())
-        for step in range(1, self.config.max_steps + 1):
+        max_steps = min(self.config.max_steps, request.max_steps or self.config.max_steps)
+        for step in range(1, max_steps + 1):
             native = bool(skills or peers) and not self.model.scripted_next and await self.model.native_tool_calling()
             if native not in prompts:
                 prompt = (native_system_prompt if native else system_prompt)(self.config.instructions, skills, peers)
@@ -134,6 +139,13 @@ class Agent:
                 await self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
                 return await self._finish(answer, sink)
             answer.add(reply)
+            over = request.max_tokens and answer.usage.get("total_tokens", 0) >= request.max_tokens
+            if over and (reply.tool_calls or find_action(reply.content) is not None):  # more work: not started
+                answer.content = (f"Stopped: the model calls used {answer.usage['total_tokens']} tokens, the "
+                                  f"request's limit is {request.max_tokens} (X-KAOS-Max-Tokens).")
+                answer.stopped = "max_tokens"
+                await self.memory.record(session, "agent_response", answer.content, {"step": step, "token_limit": True})
+                return await self._finish(answer, sink)
             if reply.tool_calls:
                 actions = [action_of(call, delegation=bool(peers)) for call in reply.tool_calls]
                 outcomes = await asyncio.gather(*(self._act(action, request, conversation) for action in actions))
@@ -150,8 +162,10 @@ class Agent:
                 return answer
             messages.append({"role": "assistant", "content": reply.content})
             messages.append({"role": "user", "content": (await self._act(action, request, conversation)).fenced})
-        answer.content = (f"Stopped: reached the step limit of {self.config.max_steps} model calls "
-                          "(AGENTIC_LOOP_MAX_STEPS) without a final answer.")
+        source = "AGENTIC_LOOP_MAX_STEPS" if max_steps == self.config.max_steps else "X-KAOS-Max-Steps"
+        answer.content = (f"Stopped: reached the step limit of {max_steps} model calls "
+                          f"({source}) without a final answer.")
+        answer.stopped = "max_steps"
         await self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
         return await self._finish(answer, sink)
 

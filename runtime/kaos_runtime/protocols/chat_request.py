@@ -114,6 +114,21 @@ def parse_limit(raw: str | None) -> int | None:
     return _non_negative_int(raw, "limit")
 
 
+# Bounds a caller sets on one request, on top of the agent's own (a Trigger's limits).
+MAX_STEPS_HEADER = "X-KAOS-Max-Steps"
+MAX_TOKENS_HEADER = "X-KAOS-Max-Tokens"
+# Set on an answer that a limit cut short: max_steps or max_tokens.
+STOPPED_HEADER = "X-KAOS-Stopped"
+
+
+def parse_bound(raw: str | None, header: str) -> int | None:
+    """A request's bound (``X-KAOS-Max-Steps``, ``X-KAOS-Max-Tokens``): None when absent, else at least 1."""
+    value = _non_negative_int(raw, header)
+    if value == 0:
+        raise BadRequest(400, f"{header} must be at least 1")
+    return value
+
+
 def _non_negative_int(raw: str | None, what: str) -> int | None:
     """None when absent or empty; a 400 naming ``what`` when not a non-negative integer."""
     if raw is None or raw == "":

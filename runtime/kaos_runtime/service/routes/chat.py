@@ -15,7 +15,17 @@ from ...core.budget import caller_of
 from ...loop.agent import LoopRequest
 from ...memory import new_session_id
 from ...protocols import openai_format
-from ...protocols.chat_request import SESSION_HEADER, BadRequest, parse_chat_body, parse_depth, parse_session_header
+from ...protocols.chat_request import (
+    MAX_STEPS_HEADER,
+    MAX_TOKENS_HEADER,
+    SESSION_HEADER,
+    STOPPED_HEADER,
+    BadRequest,
+    parse_bound,
+    parse_chat_body,
+    parse_depth,
+    parse_session_header,
+)
 from ...protocols.chat_stream import ChatStream, ClientGone, until_disconnected
 from ..responses import json_response
 from ..runtime import Runtime
@@ -46,7 +56,9 @@ def router(runtime: Runtime) -> APIRouter:
         await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
-                                   continued=given is not None)
+                                   continued=given is not None,
+                                   max_steps=parse_bound(request.headers.get(MAX_STEPS_HEADER), MAX_STEPS_HEADER),
+                                   max_tokens=parse_bound(request.headers.get(MAX_TOKENS_HEADER), MAX_TOKENS_HEADER))
 
         async def run(sink=None):
             with runtime.telemetry.server_span("chat", request.headers, attributes):
@@ -61,6 +73,8 @@ def router(runtime: Runtime) -> APIRouter:
             answer = await until_disconnected(run(), request.receive)
         except ClientGone:
             return Response(status_code=499)  # nobody is listening any more
+        if answer.stopped:
+            headers[STOPPED_HEADER] = answer.stopped
         return json_response(openai_format.completion(model, answer.content, session_id, answer.usage),
                              headers=headers)
 

@@ -1,5 +1,5 @@
-// The console's router: #/ overview, #/graph, #/memory[/ns/agent], #/agent/ns/name,
-// #/mcp/ns/name, #/modelapi/ns/name. Each page is a module whose render(main, params)
+// The console's router: #/ overview, #/graph, #/memory[/ns/agent[/session/id]], #/agent/ns/name,
+// #/mcp/ns/name, #/modelapi/ns/name, #/trigger/ns/name. Each page is a module whose render(main, params)
 // returns a function that stops what it started (polls, requests).
 
 import { setToken, token } from './api.js';
@@ -11,11 +11,13 @@ import * as agent from './pages/agent.js';
 import * as memory from './pages/memory.js';
 import * as mcp from './pages/mcp.js';
 import * as modelapi from './pages/modelapi.js';
+import * as trigger from './pages/trigger.js';
 
 const ROUTES = [
   [/^#?\/?$/, overview, 'overview'],
   [/^#\/graph$/, graph, 'graph'],
-  [/^#\/memory(?:\/([^/]+)\/([^/]+))?$/, memory, 'memory'],
+  [/^#\/memory(?:\/([^/]+)\/([^/]+)(?:\/session\/([^/]+))?)?$/, memory, 'memory'],
+  [/^#\/trigger\/([^/]+)\/([^/]+)$/, trigger, 'overview'],
   [/^#\/agent\/([^/]+)\/([^/]+)$/, agent, 'overview'],
   [/^#\/mcp\/([^/]+)\/([^/]+)$/, mcp, 'overview'],
   [/^#\/modelapi\/([^/]+)\/([^/]+)$/, modelapi, 'overview'],

@@ -29,7 +29,7 @@ const clip = (text) => (text.length > LABEL_CHARS ? `${text.slice(0, LABEL_CHARS
 export function model(items, namespace) {
   const nodes = new Map();
   const add = (item) => nodes.set(`${item.kind}/${item.metadata.name}`, { item, kind: item.kind, name: item.metadata.name });
-  items.filter((item) => nsOf(item) === namespace).forEach(add);
+  items.filter((item) => nsOf(item) === namespace && item.kind !== 'Trigger').forEach(add);  // triggers: their own page
   const edges = [];
   const reference = (kind, name) => {
     const id = `${kind}/${name}`;

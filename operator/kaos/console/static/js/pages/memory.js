@@ -24,10 +24,10 @@ function eventItem(event, pick) {
     Object.keys(meta).length ? h('p', { class: 'hint' }, `metadata: ${JSON.stringify(meta)}`) : null);
 }
 
-export function render(main, namespace, name) {
+export function render(main, namespace, name, session) {
   const controller = new AbortController();
   const agentSelect = h('select', { id: 'memory-agent' });
-  const sessionSelect = h('select', { id: 'memory-session' }, option('', 'All sessions'));
+  const sessionSelect = h('select', { id: 'memory-session' }, option('', 'All sessions'), session ? option(session, session, true) : null);
   const typeSelect = h('select', { id: 'memory-type' }, option('', 'All event types'), EVENT_TYPES.map((t) => option(t, t)));
   const limitSelect = h('select', { id: 'memory-limit' }, [50, 100, 500].map((n) => option(String(n), `newest ${n}`, n === 100)));
   const live = h('input', { type: 'checkbox', id: 'memory-live', checked: true });

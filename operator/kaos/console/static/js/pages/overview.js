@@ -1,7 +1,7 @@
-// Overview: every ModelAPI, MCPServer and Agent per namespace, with phase, readiness,
+// Overview: every ModelAPI, MCPServer, Agent and Trigger per namespace, with phase, readiness,
 // endpoint and the status message when not Ready; it follows the polled list live.
 
-import { badge, h, keepFocus, replace } from '../dom.js';
+import { badge, h, keepFocus, replace, time } from '../dom.js';
 import { KIND_WORD, SEGMENT } from '../api.js';
 import * as store from '../store.js';
 
@@ -9,8 +9,18 @@ export function pageOf(item) {
   return `#/${SEGMENT[item.kind]}/${encodeURIComponent(item.metadata?.namespace || 'default')}/${encodeURIComponent(item.metadata?.name)}`;
 }
 
+export function triggerSummary(item) {
+  const spec = item.spec || {};
+  const status = item.status || {};
+  const last = (status.history || []).slice(-1)[0];
+  const when = spec.schedule ? `schedule ${spec.schedule}${spec.timeZone ? ` (${spec.timeZone})` : ''}` : 'webhook';
+  return `${when} → agent ${spec.agent}${status.nextRun ? `; next run ${time(status.nextRun)}` : ''}`
+    + `${last ? `; last run ${last.outcome}` : '; no run yet'}`;
+}
+
 function summaryOf(item) {
   const spec = item.spec || {};
+  if (item.kind === 'Trigger') return triggerSummary(item);
   if (item.kind === 'Agent') return `model ${spec.model || '(from its ModelAPI)'} via ${spec.modelAPI}`;
   if (item.kind === 'ModelAPI') {
     if (spec.mode === 'Hosted') return `Hosted: ${spec.hostedConfig?.model || ''}`;
@@ -44,7 +54,7 @@ export function render(main) {
   const updated = h('p', { class: 'hint' });
   replace(main,
     h('h1', {}, 'Overview'),
-    h('p', { class: 'muted' }, 'Every model API, MCP server and agent, with its status. This page follows changes live.'),
+    h('p', { class: 'muted' }, 'Every model API, MCP server, agent and trigger, with its status. This page follows changes live.'),
     counts, body, updated);
   let last = '';
   const unsubscribe = store.subscribe((state) => {

@@ -1,0 +1,148 @@
+"""Triggers end to end: a schedule fires into the agent's memory and the history, the webhook
+checks its signature, renders the payload and runs a delivery once, a manual run, and deleting
+a Trigger stops it. The agent's model is the shared ModelAPI (locally: the mock model server,
+which echoes the message it gets)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from e2e.conftest import (
+    BACKEND,
+    backend,
+    create_agent_resource,
+    create_custom_resource,
+    delete_custom_resource,
+    deploy_and_wait,
+    gateway_url,
+    get_custom_resource,
+    wait_for_status,
+)
+from kaos.api import API_VERSION
+from kaos.triggers.signature import signature
+from tests.support.polling import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
+
+SECRET = "e2e-webhook-key"
+
+
+@pytest.fixture(scope="module")
+def reporter(test_namespace, shared_modelapi) -> str:
+    deploy_and_wait(create_agent_resource(test_namespace, "reporter", shared_modelapi), test_namespace)
+    return "reporter"
+
+
+def trigger(name: str, agent: str, **spec) -> dict:
+    return {"apiVersion": API_VERSION, "kind": "Trigger", "metadata": {"name": name},
+            "spec": {"agent": agent, **spec}}
+
+
+def history(name: str, namespace: str) -> list[dict]:
+    return ((get_custom_resource("Trigger", name, namespace) or {}).get("status") or {}).get("history") or []
+
+
+def ended(name: str, namespace: str, count: int = 1) -> list[dict]:
+    runs = [run for run in history(name, namespace) if run["outcome"] != "Skipped"]
+    return runs if len(runs) >= count else []
+
+
+def user_messages(agent_url: str, session: str) -> list[str]:
+    found = httpx.get(f"{agent_url}/memory/events", params={"session_id": session, "event_type": "user_message"},
+                      timeout=30).json()["events"]
+    return [event["content"] for event in found]
+
+
+def test_a_schedule_fires_into_the_agents_memory_and_the_history(test_namespace, reporter):
+    create_custom_resource(trigger("every-2s", reporter, schedule="* * * * * */2",
+                                   message="Write the report.", historyLimit=2), test_namespace)
+    status = wait_for_status("Trigger", "every-2s", test_namespace, "Ready", timeout=60)["status"]
+    assert status["nextRun"] and status["ready"] is True
+    agent = gateway_url(test_namespace, "agent", reporter)
+    sessions = lambda: {s for s in httpx.get(f"{agent}/memory/sessions", timeout=30).json()["sessions"]  # noqa: E731
+                        if s.startswith("trigger-every-2s-")}
+    wait_until(lambda: len(sessions()) >= 3 and ended("every-2s", test_namespace, 2), 60, what="three scheduled runs")
+    runs = ended("every-2s", test_namespace, 2)
+    assert len(history("every-2s", test_namespace)) == 2  # historyLimit, after three runs
+    assert {run["outcome"] for run in runs} == {"Succeeded"} and all(run["source"] == "schedule" for run in runs)
+    run = runs[-1]
+    assert run["summary"] == "echo: Write the report." and run["sessionId"].startswith("trigger-every-2s-")
+    assert (datetime.fromisoformat(run["startTime"].replace("Z", "+00:00"))
+            - datetime.fromisoformat(run["scheduledTime"].replace("Z", "+00:00"))).total_seconds() <= 1
+    assert user_messages(agent, run["sessionId"]) == ["Write the report."]
+
+    delete_custom_resource("Trigger", "every-2s", test_namespace)
+    wait_until(lambda: get_custom_resource("Trigger", "every-2s", test_namespace) is None, 30, what="deleted")
+    before = sessions()
+    later = datetime.now(timezone.utc).timestamp() + 5  # two more due times would have passed
+    wait_until(lambda: datetime.now(timezone.utc).timestamp() >= later, 10, what="five seconds")
+    assert sessions() == before, "a deleted Trigger runs no more"
+
+
+def post(url: str, body: bytes, sig: str | None, delivery: str | None = None) -> httpx.Response:
+    headers = {"Content-Type": "application/json"}
+    if sig is not None:
+        headers["X-KAOS-Signature-256"] = sig
+    if delivery is not None:
+        headers["X-KAOS-Delivery"] = delivery
+    return httpx.post(url, content=body, headers=headers, timeout=30)
+
+
+def test_the_webhook_checks_renders_and_runs_a_delivery_once(test_namespace, reporter):
+    create_custom_resource({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ci-hook"},
+                            "stringData": {"hmac": SECRET}}, test_namespace)
+    create_custom_resource(trigger("ci-failed", reporter, webhook={"secretRef": {"name": "ci-hook", "key": "hmac"}},
+                                   message="CI failed on {{ .body.repo }}: {{ .body.error }}",
+                                   concurrencyPolicy="Allow"), test_namespace)
+    wait_for_status("Trigger", "ci-failed", test_namespace, "Ready", timeout=60)
+    url = f"{backend().gateway}/{test_namespace}/trigger/ci-failed"
+    body = json.dumps({"repo": "kaos", "error": "test_x failed"}).encode()
+    key = SECRET.encode()
+
+    assert post(url, body, None).status_code == 401
+    assert post(url, body, signature(b"wrong", body)).status_code == 401
+    assert post(url, b"x" * (1024 * 1024 + 1), signature(key, b"x" * (1024 * 1024 + 1))).status_code == 413
+    assert history("ci-failed", test_namespace) == [], "a refused call starts nothing"
+
+    delivery = str(uuid.uuid4())
+    accepted = post(url, body, signature(key, body), delivery)
+    assert accepted.status_code == 202, accepted.text
+    run = accepted.json()
+    replay = post(url, body, signature(key, body), delivery)
+    assert replay.status_code == 200 and replay.json()["runId"] == run["runId"] and replay.json()["replay"]
+
+    runs = wait_until(lambda: ended("ci-failed", test_namespace), 60, what="the webhook run")
+    assert [(r["runId"], r["outcome"], r["deliveryId"]) for r in runs] == [(run["runId"], "Succeeded", delivery)]
+    agent = gateway_url(test_namespace, "agent", reporter)
+    assert user_messages(agent, run["sessionId"]) == ["CI failed on kaos: test_x failed"]
+
+    create_custom_resource(trigger("ci-failed", reporter, webhook={"secretRef": {"name": "ci-hook", "key": "hmac"}},
+                                   message="CI failed", suspend=True), test_namespace)
+    wait_for_status("Trigger", "ci-failed", test_namespace, "Suspended", timeout=30)
+    assert post(url, body, signature(key, body), str(uuid.uuid4())).status_code == 409
+    assert post(url, body, "sha256=00").status_code == 401
+    status = get_custom_resource("Trigger", "ci-failed", test_namespace)["status"]
+    assert SECRET not in json.dumps(status)
+
+
+@pytest.mark.skipif(BACKEND != "local", reason="kaos trigger run drives the local control plane")
+def test_kaos_trigger_run_starts_a_run_now(test_namespace, reporter):
+    from e2e.test_cli import kaos
+
+    create_custom_resource(trigger("yearly", reporter, schedule="0 0 1 1 *", message="Run now."), test_namespace)
+    wait_for_status("Trigger", "yearly", test_namespace, "Ready", timeout=60)
+    started = kaos("trigger", "run", "yearly", "-n", test_namespace)
+    assert started.returncode == 0, started.stderr
+    assert "run " in started.stdout and "started in session trigger-yearly-" in started.stdout
+    runs = wait_until(lambda: ended("yearly", test_namespace), 60, what="the manual run")
+    assert runs[0]["source"] == "manual" and runs[0]["summary"] == "echo: Run now."
+    table = kaos("get", "triggers", "-n", test_namespace)
+    row = next(line.split() for line in table.stdout.splitlines() if line.startswith("yearly "))
+    assert row[-2:] == ["Succeeded", "Ready"]
+    missing = kaos("trigger", "run", "nobody", "-n", test_namespace)
+    assert missing.returncode == 1 and "no trigger" in missing.stderr

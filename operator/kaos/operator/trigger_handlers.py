@@ -1,0 +1,81 @@
+"""kopf handlers for Trigger (kaos.operator.triggers runs them): startup and cleanup of the
+engine and its webhook server, each Trigger's changes, the run-now annotation, and a timer per
+Trigger that refreshes its status."""
+
+from __future__ import annotations
+
+import aiohttp.web
+import kopf
+
+from kaos.api import GROUP, TRIGGER_NAMES, VERSION
+from kaos.operator.kube import KubeApi
+from kaos.operator.triggers import RUN_NOW_ANNOTATION, ClusterTriggers, webhook_app
+from kaos.operator.world import World
+from kaos.settings import Settings
+
+PLURAL = TRIGGER_NAMES.plural
+
+# Replaced by tests: how the operator reaches the Kubernetes API outside kopf.
+api_factory = KubeApi.login
+
+
+@kopf.on.startup()
+async def start_triggers(memo: kopf.Memo, settings: kopf.OperatorSettings, logger, **_) -> None:
+    memo.triggers = ClusterTriggers(api_factory(settings))
+    settings = Settings.from_env()
+    memo.trigger_runner = None
+    if settings.trigger_port:
+        runner = aiohttp.web.AppRunner(webhook_app(memo.triggers), access_log=None)
+        await runner.setup()
+        await aiohttp.web.TCPSite(runner, settings.health_host, settings.trigger_port).start()
+        memo.trigger_runner = runner
+        logger.info(f"Trigger webhooks on {settings.health_host}:{settings.trigger_port}")
+
+
+@kopf.on.cleanup()
+async def stop_triggers(memo: kopf.Memo, **_) -> None:
+    if getattr(memo, "trigger_runner", None) is not None:
+        await memo.trigger_runner.cleanup()
+    if getattr(memo, "triggers", None) is not None:
+        await memo.triggers.close()
+
+
+def _world(kwargs) -> World:
+    return World(kwargs["agent_index"], kwargs["modelapi_index"], kwargs["mcpserver_index"], kwargs["deployment_index"])
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="trigger")
+@kopf.on.create(GROUP, VERSION, PLURAL, id="trigger")
+@kopf.on.update(GROUP, VERSION, PLURAL, id="trigger", field="spec")
+async def on_trigger(body, memo, **kwargs) -> None:
+    memo.triggers.world = _world(kwargs)
+    memo.triggers.apply(body)
+
+
+@kopf.on.field(GROUP, VERSION, PLURAL, id="run-now", field=["metadata", "annotations", RUN_NOW_ANNOTATION])
+async def on_run_now(body, old, new, memo, logger, reason, **_) -> None:
+    if not new or old == new or reason == "resume":
+        return
+    metadata = body["metadata"]
+    answer = await memo.triggers.engine.fire(metadata.get("namespace") or "default", metadata["name"])
+    logger.info(f"run-now ({RUN_NOW_ANNOTATION}={new}): {answer.status} {answer.body}")
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, id="trigger", optional=True)
+async def on_trigger_deleted(body, memo, **_) -> None:
+    metadata = body["metadata"]
+    memo.triggers.delete(metadata.get("namespace") or "default", metadata["name"])
+
+
+def _resync_seconds() -> float:
+    try:
+        return Settings.from_env().resync_seconds
+    except ValueError:
+        return Settings().resync_seconds
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, id="trigger-status", interval=_resync_seconds())
+async def on_trigger_tick(body, memo, **kwargs) -> None:
+    if (body.get("metadata") or {}).get("deletionTimestamp"):
+        return
+    await memo.triggers.refresh(body, _world(kwargs))

@@ -1,0 +1,249 @@
+"""TriggerEngine: the Triggers of one control plane (the operator, or `kaos up`).
+
+The control plane hands it every Trigger (``apply``/``delete``) and serves its webhook and
+manual runs through it; the engine keeps each Trigger's schedule (a task that sleeps until the
+next due time), its runs and its status. It reaches the world through a ``TriggerHost``: the
+target Agent (its status, its endpoint), the webhook's Secret, and ``persist``, which writes a
+Trigger's status through the control plane's one status writer and says whether it was written.
+
+Before a scheduled run's message is sent, its due time (``status.lastRun``) and the run (in
+``status.active``) are persisted: a control plane that restarts neither fires it again nor
+loses it silently (see ``kaos.triggers.tick``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Mapping, Protocol
+
+import httpx
+
+from kaos.trigger_runner.executor import Result, execute
+from kaos.triggers.message import render
+from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
+from kaos.triggers.signature import verify
+from kaos.triggers.spec import TriggerSpec, TriggerSpecError, trigger_spec
+from kaos.triggers.status import agent_problem, trigger_status
+from kaos.triggers.tick import schedule_tick
+from kaos.triggers.webhook import Answer, answer, refusal
+
+log = logging.getLogger("kaos.triggers")
+
+# How soon a schedule whose status could not be written tries again.
+PERSIST_RETRY_SECONDS = 2.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TriggerHost(Protocol):
+    def agent(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Agent with its status (``status.endpoint``), or None."""
+
+    async def secret(self, namespace: str, name: str, key: str) -> bytes | None:
+        """A Secret's key (None when the Secret or the key is missing)."""
+
+    async def persist(self, namespace: str, name: str, status: dict) -> bool:
+        """Write the Trigger's status now; whether it was written."""
+
+
+@dataclass
+class TriggerState:
+    resource: dict
+    spec: TriggerSpec | None
+    problem: str | None
+    book: RunBook
+    last_run: datetime | None = None
+    next_run: datetime | None = None
+    schedule: asyncio.Task | None = None
+    runs: dict[str, asyncio.Task] = field(default_factory=dict)
+    stop_reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def created(self) -> datetime:
+        return parse_time((self.resource.get("metadata") or {}).get("creationTimestamp")) or utcnow()
+
+
+class TriggerEngine:
+    def __init__(self, host: TriggerHost, client: httpx.AsyncClient | None = None,
+                 clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], Awaitable] = asyncio.sleep,
+                 on_run: Callable[[str, str, Run], None] | None = None) -> None:
+        self.host = host
+        self.client = client or httpx.AsyncClient()
+        self.clock = clock
+        self.sleep = sleep
+        self.on_run = on_run  # called as a run's message is sent (benchmarks, tests)
+        self.triggers: dict[tuple[str, str], TriggerState] = {}
+
+    # The control plane's side
+
+    def apply(self, resource: dict) -> None:
+        """A Trigger (validated, defaults applied) was created or changed."""
+        metadata = resource["metadata"]
+        key = (metadata.get("namespace") or "default", metadata["name"])
+        try:
+            spec, problem = trigger_spec(resource), None
+        except TriggerSpecError as error:
+            spec, problem = None, str(error)
+        history_limit = spec.history_limit if spec else int(resource["spec"].get("historyLimit") or 10)
+        state = self.triggers.get(key)
+        if state is None:
+            status = resource.get("status") or {}
+            book = RunBook.from_status(key[1], status, history_limit, self.clock())
+            state = self.triggers[key] = TriggerState(resource, spec, problem, book,
+                                                      last_run=parse_time(status.get("lastRun")))
+        else:
+            state.resource, state.spec, state.problem = resource, spec, problem
+            state.book.resize(history_limit)
+            if spec is None or spec.schedule is None:
+                state.last_run = state.next_run = None
+        if state.schedule is not None:
+            state.schedule.cancel()
+            state.schedule = None
+        if spec is not None and spec.schedule is not None:
+            state.next_run = spec.schedule.next_after(self.clock())
+            state.schedule = asyncio.get_running_loop().create_task(self._schedule(key, state))
+
+    def delete(self, namespace: str, name: str) -> None:
+        """A Trigger was deleted: its schedule stops and its runs are cancelled."""
+        state = self.triggers.pop((namespace, name), None)
+        if state is None:
+            return
+        if state.schedule is not None:
+            state.schedule.cancel()
+        for task in state.runs.values():
+            task.cancel()
+
+    def status(self, namespace: str, name: str) -> dict | None:
+        """The status to write for a Trigger (None if the engine does not hold it)."""
+        state = self.triggers.get((namespace, name))
+        if state is None:
+            return None
+        spec = state.resource.get("spec") or {}
+        agent = self.host.agent(namespace, spec.get("agent", ""))
+        return trigger_status(state.resource, problem=state.problem, agent=agent, book=state.book,
+                              last_run=state.last_run, next_run=state.next_run)
+
+    async def fire(self, namespace: str, name: str, body: bytes | None = None) -> Answer:
+        """A manual run (``kaos trigger run``, the run-now annotation), now."""
+        state = self.triggers.get((namespace, name))
+        if state is None:
+            return Answer(404, {"detail": f"no trigger {namespace}/{name}"})
+        if state.spec is None:
+            return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+        return await self._start(state, MANUAL, body)
+
+    async def webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
+                      delivery_id: str | None) -> Answer:
+        """A webhook call: refused (401, 409, 413, ...) or a run started in the background (202)."""
+        state = self.triggers.get((namespace, name))
+        if state is None:
+            return refusal(None, None, None, body, signature, None)
+        ref = ((state.resource.get("spec") or {}).get("webhook") or {}).get("secretRef")
+        secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
+        spec = state.spec
+        if spec is None:  # Failed: a caller with a good signature learns why, others learn nothing
+            if secret is not None and verify(secret, body, signature):
+                return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+            return Answer(401, {"detail": "missing or wrong X-KAOS-Signature-256"})
+        refused = refusal(spec, None, secret, body, signature,
+                          agent_problem(spec.agent, self.host.agent(namespace, spec.agent)))
+        if refused is not None:
+            return refused
+        return await self._start(state, WEBHOOK, body, delivery_id=delivery_id or None)
+
+    async def close(self) -> None:
+        tasks = [task for state in self.triggers.values() for task in (state.schedule, *state.runs.values()) if task]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.triggers.clear()
+        await self.client.aclose()
+
+    # Runs
+
+    async def _start(self, state: TriggerState, source: str, body: bytes | None, *,
+                     scheduled: datetime | None = None, delivery_id: str | None = None) -> Answer:
+        spec = state.spec
+        start = state.book.start(source, self.clock(), spec.concurrency, spec.session, scheduled=scheduled,
+                                 delivery_id=delivery_id)
+        if start.run is not None or start.skipped is not None:
+            if not await self._persist(state):
+                if start.run is not None:
+                    state.book.abandon(start.run.run_id)
+                return Answer(503, {"detail": "the run could not be recorded in the Trigger's status; try again"})
+        if start.run is not None:
+            for replaced in start.replace:
+                self._stop(state, replaced, f"replaced by run {start.run.run_id} (concurrencyPolicy Replace)")
+            self._launch(state, start.run, render(spec.message, body))
+        return answer(start)
+
+    def _launch(self, state: TriggerState, run: Run, message: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(state, run, message))
+        state.runs[run.run_id] = task
+
+    def _stop(self, state: TriggerState, run_id: str, reason: str) -> None:
+        task = state.runs.get(run_id)
+        if task is not None:
+            state.stop_reasons[run_id] = reason
+            task.cancel()
+
+    async def _run(self, state: TriggerState, run: Run, message: str) -> None:
+        spec = state.spec
+        try:
+            agent = self.host.agent(spec.namespace, spec.agent)
+            endpoint = ((agent or {}).get("status") or {}).get("endpoint")
+            if not endpoint or agent_problem(spec.agent, agent):
+                result = Result(FAILED, self.clock(), agent_problem(spec.agent, agent) or
+                                f"Agent {spec.agent} has no endpoint")
+            else:
+                if self.on_run is not None:
+                    self.on_run(spec.namespace, spec.name, run)
+                result = await execute(self.client, endpoint, spec.name, run, message, spec.limits, clock=self.clock)
+        except asyncio.CancelledError:
+            reason = state.stop_reasons.pop(run.run_id, None)
+            if reason is None:  # the Trigger was deleted or the engine closed
+                raise
+            result = Result(FAILED, self.clock(), reason)
+        state.runs.pop(run.run_id, None)
+        if run.run_id in state.book.active:
+            state.book.finish(run.run_id, result.outcome, result.end, result.text, result.tokens)
+            log.info("trigger %s/%s run %s: %s", spec.namespace, spec.name, run.run_id, result.outcome)
+            await self._persist(state)
+
+    # Schedules
+
+    async def _schedule(self, key: tuple[str, str], state: TriggerState) -> None:
+        while True:
+            spec = state.spec
+            now = self.clock()
+            tick = schedule_tick(spec, state.last_run, state.created, now)
+            previous = state.last_run
+            state.last_run, state.next_run = tick.last_run, tick.next_run
+            if tick.skipped:
+                state.book.skip(SCHEDULE, now, tick.skipped, scheduled=tick.skipped_at)
+            if tick.run is not None:
+                started = await self._start(state, SCHEDULE, None, scheduled=tick.run)
+                if started.status == 503:  # not recorded, so not sent: the same due time is tried again
+                    state.last_run = tick.skipped_at or previous
+                    await self.sleep(PERSIST_RETRY_SECONDS)
+                    continue
+            elif tick.last_run != previous or tick.skipped:
+                await self._persist(state)
+            await self.sleep(max(0.0, (tick.next_run - self.clock()).total_seconds()))
+
+    async def _persist(self, state: TriggerState) -> bool:
+        metadata = state.resource["metadata"]
+        namespace, name = metadata.get("namespace") or "default", metadata["name"]
+        status = self.status(namespace, name)
+        if status is None:
+            return False
+        try:
+            return await self.host.persist(namespace, name, status)
+        except Exception as error:  # the host's failure must not end a schedule
+            log.warning("cannot write the status of trigger %s/%s: %s", namespace, name, error)
+            return False
