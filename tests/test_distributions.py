@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -226,9 +227,11 @@ def third_party_only(folder: Path) -> Path:
 
 
 def build_wheel(source: Path, package: str, into: Path, scratch: Path) -> Path:
-    """``pip wheel`` of a copy of ``source`` (the build writes into the tree it builds), offline."""
+    """``pip wheel`` of a copy of ``source`` (the build writes into the tree it builds), offline; links
+    are copied as what they point to (kaos/charts is a link to the repository's charts)."""
     copy = scratch / source.name
-    subprocess.run(["cp", "-r", str(source), str(copy)], check=True)
+    subprocess.run(["cp", "-rL", str(source), str(copy)], check=True)
+    shutil.rmtree(copy / "build", ignore_errors=True)  # a build of the tree's own, older than the copy's files
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "-w", str(into), str(copy)], check=True, timeout=300)
     return next(into.glob(f"{package}-*.whl"))
@@ -272,6 +275,11 @@ def test_kaos_up_installs_the_runtime_wheel_where_pip_is_told_to_look(tmp_path):
 
     assert importable("kaos.local.workloads") and not importable("kaos_runtime"), "the venv starts with kaos only"
     assert (site / "kaos" / "console" / "static" / "index.html").is_file(), "the console's files are package data"
+    charts = subprocess.run([python, "-c", "from kaos.settings import Settings; print(Settings().charts_dir)"],
+                            env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(charts) == site / "kaos" / "charts", "pip install kaos brings the charts kaos up installs"
+    assert (site / "kaos" / "charts" / "kaos" / "files" / "crds" / "agent.yaml").is_file()
+    assert list((site / "kaos" / "charts" / "agent" / "charts").glob("kaos-common-*.tgz")), "with their library chart"
     result = subprocess.run([python, "-c", INSTALLING.format(deployment=AGENT_DEPLOYMENT), str(tmp_path / "home")],
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

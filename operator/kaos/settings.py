@@ -20,7 +20,7 @@ from pydantic import Field, PositiveFloat, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 PREFIX = "KAOS_"
-REPO_CHARTS_DIR = Path(__file__).resolve().parents[2] / "charts"
+REPO_CHARTS_DIR = (Path(__file__).resolve().parent / "charts").resolve()  # the repository's, through a link; in a wheel, a copy
 
 
 def app_version() -> str:
