@@ -20,7 +20,8 @@ def documented_settings() -> set[str]:
 
 def test_default_install_renders_operator_rbac_and_settings():
     assert kinds(platform()) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-                                 "ConfigMap", "Deployment", "Service", "ServiceAccount"]
+                                 "ConfigMap", *["CustomResourceDefinition"] * 4, "Deployment", "Service",
+                                 "ServiceAccount"]
 
 
 def test_settings_configmap_publishes_exactly_the_documented_variables():
@@ -231,7 +232,8 @@ def _operator_objects(docs) -> dict[str, str]:
 def test_object_names_come_from_the_release():
     for release, values, base in [("kaos", {}, "kaos"), ("kaos-dev", {}, "kaos-dev"), ("platform", {}, "platform-kaos"),
                                   ("platform", {"fullnameOverride": "acme"}, "acme")]:
-        docs = render("kaos", {"watchNamespaces": ["team-a"], **values}, namespace=NS, release=release)
+        docs = render("kaos", {"watchNamespaces": ["team-a"], "crds": {"enabled": False}, **values},
+                      namespace=NS, release=release)  # the CRDs' names are their own (tests/gitops/test_crd_templates.py)
         names = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
         assert names == sorted([
             ("ServiceAccount", f"{base}-operator"), ("ConfigMap", f"{base}-operator-settings"),

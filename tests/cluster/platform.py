@@ -135,6 +135,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
     env.update({
         "KAOS_CHARTS_DIR": str(charts_dir),  # the image's copy of the charts: this checkout's charts/
         "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(port), "KAOS_METRICS_PORT": str(free_port()),
+        "KAOS_TRIGGER_PORT": str(free_port()),  # every operator of a test run listens for webhooks on a port of its own
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
