@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from kaos.api import PLURALS
+from kaos.api import PLURALS, TRIGGER_NAMES
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.platform import NAMESPACE, RELEASE, deployment_available, helm, operator_deployment
 from tests.support.polling import wait_until
 
-KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in PLURALS.values())
+KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in (*PLURALS.values(), TRIGGER_NAMES.plural))
 
 
 def crd(plane: ControlPlane, name: str) -> dict | None:
@@ -20,6 +20,11 @@ def crd(plane: ControlPlane, name: str) -> dict | None:
 def remove_kaos_crds(plane: ControlPlane) -> None:
     """A cluster that never had KAOS: delete the CRDs (and so every KAOS resource) a test kept."""
     present = [name for name in KAOS_CRDS if crd(plane, name)]
+    for name in present:  # resources a stopped operator left with its finalizer would hold their CRD forever
+        for item in plane.kubectl_json("get", name, "--all-namespaces").get("items") or []:
+            if item["metadata"].get("finalizers"):
+                plane.kubectl("patch", name, item["metadata"]["name"], "-n", item["metadata"]["namespace"],
+                              "--type", "merge", "-p", '{"metadata": {"finalizers": null}}', check=False)
     if present:
         plane.kubectl("delete", "crd", *present, "--wait=true")
     wait_until(lambda: not any(crd(plane, name) for name in KAOS_CRDS), 60, interval=0.1, what="the KAOS CRDs gone")
