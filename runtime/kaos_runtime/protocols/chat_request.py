@@ -73,28 +73,26 @@ def parse_chat_body(raw: bytes) -> ChatBody:
         clean.append({"role": role, "content": _text(message.get("content"), index)})
     if not any(message["role"] in PROMPT_ROLES for message in clean):
         raise BadRequest(400, "messages must contain a user message")
-    stream = payload.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise BadRequest(400, "stream must be a boolean")
+    stream = _optional(payload, "stream", bool, False, "stream must be a boolean")
     model = payload.get("model")
     if model is not None and not isinstance(model, str):
         raise BadRequest(400, "model must be a string")
     session_id = payload.get("session_id")
     if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id)):
         raise BadRequest(400, "session_id must be a non-empty string of visible ASCII characters (spaces inside)")
-    options = payload.get("stream_options")
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise BadRequest(400, "stream_options must be an object")
-    include_usage = options.get("include_usage", False)
-    if include_usage is None:
-        include_usage = False
-    if not isinstance(include_usage, bool):
-        raise BadRequest(400, "stream_options.include_usage must be a boolean")
+    options = _optional(payload, "stream_options", dict, {}, "stream_options must be an object")
+    include_usage = _optional(options, "include_usage", bool, False, "stream_options.include_usage must be a boolean")
     return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id, include_usage=include_usage)
+
+
+def _optional(found: dict, key: str, kind: type, default, problem: str):
+    """``found[key]`` of type ``kind``; missing or null: ``default``; else 400 with ``problem``."""
+    value = found.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise BadRequest(400, problem)
+    return value
 
 
 def parse_session_header(raw: str | None, header: str) -> str | None:
