@@ -30,6 +30,20 @@ def remove_kaos_crds(plane: ControlPlane) -> None:
     wait_until(lambda: not any(crd(plane, name) for name in KAOS_CRDS), 60, interval=0.1, what="the KAOS CRDs gone")
 
 
+PLATFORM_KINDS = "deployment,service,configmap,serviceaccount,role,rolebinding"
+CLUSTER_KINDS = "clusterrole,clusterrolebinding"
+PLATFORM_SELECTOR = "app.kubernetes.io/part-of=kaos"
+
+
+def remove_platform(plane: ControlPlane, namespace: str = NAMESPACE) -> None:
+    """A cluster that never had KAOS: no CRDs, and none of the platform chart's objects, which a
+    Helm release would refuse to adopt when another installer (Argo CD renders without Helm's
+    ownership annotations) left them behind."""
+    remove_kaos_crds(plane)
+    plane.kubectl("delete", PLATFORM_KINDS, "-n", namespace, "-l", PLATFORM_SELECTOR, "--ignore-not-found", "--wait=true")
+    plane.kubectl("delete", CLUSTER_KINDS, "-l", PLATFORM_SELECTOR, "--ignore-not-found", "--wait=true")
+
+
 def wait_operator_available(plane: ControlPlane, namespace: str = NAMESPACE, release: str = RELEASE) -> dict:
     name = operator_deployment(plane, namespace, release)["metadata"]["name"]
     wait_until(lambda: deployment_available(plane, namespace, name), 60, interval=0.1,

@@ -16,7 +16,7 @@ from tests.cluster.platform import helm, ready, releases, resource, start_operat
 from tests.cluster.test_reconcile import EXAMPLES, manifests
 from tests.gitops.argocd import ArgoCD
 from tests.gitops.gitrepo import GitRepo
-from tests.gitops.platform import remove_kaos_crds
+from tests.gitops.platform import remove_platform
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -29,7 +29,7 @@ QUICKSTART = [(item["kind"], item["metadata"]["name"]) for item in manifests(EXA
 @pytest.fixture(scope="module")
 def gitops(gitops_cluster, registry, published, tmp_path_factory):
     plane = gitops_cluster
-    remove_kaos_crds(plane)
+    remove_platform(plane)
     argocd = ArgoCD(plane, tmp_path_factory.mktemp("argocd"), registry.host, resync_seconds=RESYNC_SECONDS).start()
     repo = GitRepo(tmp_path_factory.mktemp("gitops") / "repo", registry.host, published["kaos"], WORKLOADS).create()
     operator = None
@@ -44,6 +44,7 @@ def gitops(gitops_cluster, registry, published, tmp_path_factory):
         if operator is not None:
             operator.stop()
         argocd.stop()
+        remove_platform(plane)  # what Argo CD applied carries no Helm ownership: a later helm install would refuse it
 
 
 def all_ready(plane) -> bool:

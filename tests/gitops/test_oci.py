@@ -7,7 +7,7 @@ import pytest
 
 from kaos.api import API_VERSION, PLURALS
 from tests.cluster.platform import NAMESPACE, RELEASE, helm
-from tests.gitops.platform import KAOS_CRDS, crd, release_chart, remove_kaos_crds, wait_operator_available
+from tests.gitops.platform import KAOS_CRDS, crd, release_chart, remove_platform, wait_operator_available
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -25,7 +25,7 @@ def test_a_workload_chart_from_the_registry_carries_its_library(gitops_cluster, 
 
 
 def test_the_platform_chart_installs_from_the_registry(gitops_cluster, registry, published):
-    remove_kaos_crds(gitops_cluster)
+    remove_platform(gitops_cluster)
     helm(gitops_cluster, "install", RELEASE, f"{registry.charts}/kaos", "--version", published["kaos"], "--plain-http",
          "--namespace", NAMESPACE, "--create-namespace")
     try:

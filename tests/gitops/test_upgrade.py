@@ -15,7 +15,7 @@ import yaml
 from kaos.api import AGENT
 from tests.cluster.platform import CHARTS, NAMESPACE, RELEASE, helm, resource, start_operator, wait_ready
 from tests.cluster.test_reconcile import EXAMPLES, manifests
-from tests.gitops.platform import KAOS_CRDS, crd, remove_kaos_crds, wait_operator_available
+from tests.gitops.platform import KAOS_CRDS, crd, remove_platform, wait_operator_available
 from tests.gitops.tools import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -55,7 +55,7 @@ def wait_all_ready(plane, namespace: str) -> None:
 
 def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gitops_cluster, tmp_path):
     plane = gitops_cluster
-    remove_kaos_crds(plane)
+    remove_platform(plane)
     old_chart = previous_chart(tmp_path / "previous")
     assert (old_chart / "crds").is_dir()
     charts = charts_with_a_new_agent_field(tmp_path / "next")
@@ -98,4 +98,4 @@ def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gi
         if operator is not None:
             operator.stop()
         helm(plane, "uninstall", RELEASE, "-n", NAMESPACE, "--wait", check=False)
-        remove_kaos_crds(plane)
+        remove_platform(plane)
