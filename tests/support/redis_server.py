@@ -1,6 +1,6 @@
 """A real ``redis-server`` for a test: a free loopback port, a temp folder, stopped at the end.
 
-Debian's ``redis-server`` (installed by scripts/setup). Nothing is persisted to disk, so a
+Debian's ``redis-server`` (installed by scripts/setup-test). Nothing is persisted to disk, so a
 restart on the same port (``stop()`` then ``start()``) is an empty Redis, as after a crash of
 a Redis without persistence.
 """
@@ -23,7 +23,7 @@ REDIS_SERVER = "redis-server"
 def require_redis_server() -> str:
     path = shutil.which(REDIS_SERVER)
     if path is None:
-        pytest.fail("redis-server is not installed: run scripts/setup (apt-get install redis-server)")
+        pytest.fail("redis-server is not installed: run scripts/setup-test (apt-get install redis-server)")
     return path
 
 

@@ -21,7 +21,7 @@ from kaos.local.supervisor import Supervisor
 PROGRAM = "redis-server"
 MISSING = (
     "spec.memory.backend redis needs a Redis, and `kaos up` runs one with the `redis-server` program, "
-    "which is not installed: install it (Debian/Ubuntu: apt-get install redis-server; scripts/setup does), "
+    "which is not installed: install it (Debian/Ubuntu: apt-get install redis-server; scripts/setup-test does), "
     "or set spec.memory.redis.url to a Redis that runs elsewhere"
 )
 
