@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.charts.rendering import CHARTS, HELM_ENV, ROOT, helm4
@@ -50,33 +51,44 @@ def test_ct_lint_fails_a_chart_with_a_yaml_error(tmp_path):
     assert result.returncode != 0 and "duplication of key" in result.stdout + result.stderr
 
 
-def test_a_chart_changed_without_a_version_bump_fails_ct_lint_on_a_branch(tmp_path):
-    """A contributor's clone: remote origin with branch main, and a branch that edits charts/kaos."""
-    work, origin = tmp_path / "work", tmp_path / "origin.git"
+# A platform template, a workload chart's template, the library's helper: each a change to its own chart only.
+CHANGES = {"kaos": "templates/NOTES.txt", "agent": "templates/deployment.yaml", "kaos-common": "templates/_names.tpl"}
+
+
+def contributor_clone(folder: Path) -> Path:
+    """A contributor's clone of the charts: remote origin with branch main, and a branch of its own."""
+    work, origin = folder / "work", folder / "origin.git"
     shutil.copytree(CHARTS, work / "charts", ignore=shutil.ignore_patterns("charts"))
     shutil.copy(ROOT / "ct.yaml", work)
     git("init", "-q", "-b", "main", cwd=work)
     git("add", ".", cwd=work)
     git("commit", "-q", "-m", "charts", cwd=work)
-    git("clone", "-q", "--bare", str(work), str(origin), cwd=tmp_path)
+    git("clone", "-q", "--bare", str(work), str(origin), cwd=folder)
     git("remote", "add", "origin", str(origin), cwd=work)
     git("fetch", "-q", "origin", cwd=work)
     git("checkout", "-q", "-b", "change", cwd=work)
-    notes = work / "charts" / "kaos" / "templates" / "NOTES.txt"
-    notes.write_text(notes.read_text() + "Thank you for installing KAOS.\n")
-    git("commit", "-q", "-am", "kaos: a note", cwd=work)
+    return work
+
+
+@pytest.mark.parametrize("chart", CHANGES)
+def test_a_chart_changed_without_a_version_bump_fails_ct_lint_on_a_branch(tmp_path, chart):
+    work = contributor_clone(tmp_path)
+    changed = work / "charts" / chart / CHANGES[chart]
+    changed.write_text(changed.read_text() + "{{- /* a contributor's change */ -}}\n")
+    git("commit", "-q", "-am", f"{chart}: a change", cwd=work)
 
     unbumped = ct("lint", "--config", "ct.yaml", cwd=work)
     assert unbumped.returncode != 0, unbumped.stdout[-2000:]
     assert "chart version not ok. Needs a version bump!" in unbumped.stdout + unbumped.stderr
     processed = unbumped.stdout.split("Charts to be processed:")[1].split("Linting chart")[0]
-    assert "kaos =>" in processed and "agent =>" not in processed, processed  # only the changed chart
+    listed = {line.split(" => ")[0].strip() for line in processed.splitlines() if " => " in line}
+    assert listed == {chart}, processed  # only the changed chart
 
-    chart_yaml = work / "charts" / "kaos" / "Chart.yaml"
+    chart_yaml = work / "charts" / chart / "Chart.yaml"
     meta = yaml.safe_load(chart_yaml.read_text())
     major, minor, patch = (int(part) for part in meta["version"].split("."))
     chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {meta['version']}\n",
                                                          f"version: {major}.{minor}.{patch + 1}\n", 1))
-    git("commit", "-q", "-am", "kaos: bump", cwd=work)
+    git("commit", "-q", "-am", f"{chart}: bump", cwd=work)
     bumped = ct("lint", "--config", "ct.yaml", cwd=work)
     assert bumped.returncode == 0, bumped.stdout[-3000:] + bumped.stderr

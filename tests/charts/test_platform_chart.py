@@ -1,10 +1,11 @@
 """The platform chart: CRDs, operator Deployment, RBAC, the settings ConfigMap, the Gateway."""
 
 import re
+import shutil
 
 import yaml
 
-from tests.charts.rendering import ROOT, kinds, one, render, render_error
+from tests.charts.rendering import CHARTS, ROOT, kinds, one, render, render_error
 
 NS = "kaos-system"
 
@@ -110,6 +111,23 @@ def test_each_component_has_its_labels():
                                                                  "app.kubernetes.io/instance": "kaos"}
         assert labels["app.kubernetes.io/component"] == component and labels["app.kubernetes.io/part-of"] == "kaos"
         assert ("app.kubernetes.io/version" in labels) is versioned, "the Redis runs redis's image, not the chart's"
+        assert ("helm.sh/chart" in labels) is versioned, "an upgrade would replace the Redis pod"
+
+
+def test_a_platform_upgrade_leaves_the_redis_pod_and_its_sessions_alone(tmp_path):
+    """Another version of the chart (a release): the operator's pod template changes, the Redis's
+    does not, so helm upgrade keeps the Redis pod, whose emptyDir holds every agent's sessions."""
+    release = tmp_path / "kaos"
+    shutil.copytree(CHARTS / "kaos", release)
+    chart_yaml = release / "Chart.yaml"
+    meta = yaml.safe_load(chart_yaml.read_text())
+    chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {meta['version']}\n", "version: 99.0.0\n", 1)
+                          .replace(f'appVersion: "{meta["appVersion"]}"', 'appVersion: "99.0.0"', 1))
+    values = {"memory": {"redis": {"deploy": True}}}
+    current, upgraded = platform(values), render(str(release), values, namespace=NS, release="kaos")
+    assert one(upgraded, "Deployment", "kaos-operator")["spec"]["template"] != \
+        one(current, "Deployment", "kaos-operator")["spec"]["template"]
+    assert one(upgraded, "Deployment", "kaos-redis") == one(current, "Deployment", "kaos-redis")
 
 
 def test_a_settings_change_rolls_the_operator():

@@ -2,9 +2,10 @@
 Kubernetes API (strict, offline), carries the design's labels, and Helm 3 renders the same."""
 
 import pytest
+import yaml
 
 from tests.charts.manifests import problems
-from tests.charts.rendering import ALL_CHARTS, WORKLOAD_CHARTS, ci_values_files, helm3, render
+from tests.charts.rendering import ALL_CHARTS, CHARTS, WORKLOAD_CHARTS, ci_values_files, helm3, render
 
 CASES = [(chart, path) for chart in ALL_CHARTS for path in ci_values_files(chart)]
 IDS = [f"{chart}-{path.stem}" for chart, path in CASES]
@@ -26,6 +27,7 @@ def test_helm3_renders_the_same_objects(chart, values):
 @pytest.mark.parametrize("chart,values", [c for c in CASES if c[0] in WORKLOAD_CHARTS],
                          ids=[i for c, i in zip(CASES, IDS) if c[0] in WORKLOAD_CHARTS])
 def test_workload_objects_carry_the_design_labels(chart, values):
+    meta = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())
     docs = render(chart, files=[values])
     for doc in docs:
         labels = doc["metadata"]["labels"]
@@ -34,8 +36,8 @@ def test_workload_objects_carry_the_design_labels(chart, values):
         assert labels["app.kubernetes.io/instance"] == f"{chart}-release", "the release name (render's default release)"
         assert labels["app.kubernetes.io/component"] == COMPONENT[chart]
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
-        assert labels["helm.sh/chart"] == f"{chart}-0.1.0"
-        assert labels["app.kubernetes.io/version"] == "0.1.0"
+        assert labels["helm.sh/chart"] == f"{chart}-{meta['version']}"
+        assert labels["app.kubernetes.io/version"] == meta["appVersion"] == "0.1.0"
         route = doc["kind"] == "HTTPRoute" and chart == "mcpserver"
         assert doc["metadata"]["name"] in ((f"mcp-{name}",) if route else (f"{chart}-{name}", f"{chart}-{name}-api-key"))
 

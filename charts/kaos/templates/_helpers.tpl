@@ -31,7 +31,9 @@ characters so that the longest object name, <fullname>-operator-settings, fits i
 {{/*
 The labels of one component's objects. Components: operator (the operator, its RBAC, settings
 and Gateway), console, and redis (agents' memory, role "memory"). The Redis runs redis's own
-image, not the chart's appVersion, so it carries no version label.
+image, not the chart's appVersion, so it carries no version label, nor the chart's version: its pod
+template stays the same across platform upgrades, so that an upgrade does not replace its pod and
+with it (an emptyDir) every agent's sessions.
 Usage: include "kaos.labels" (dict "root" $ "component" "console")
 */}}
 {{- define "kaos.labels" -}}
@@ -42,8 +44,8 @@ app.kubernetes.io/part-of: kaos
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- if ne .component "redis" }}
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
-{{- end }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end }}
 {{- end -}}
 
 {{/* The labels that select one component's pods. Usage: as kaos.labels. */}}
