@@ -2,10 +2,11 @@
 
 Every agent answers ``GET /approvals`` and ``POST /approvals/{id}`` (docs/approvals.md); the CLI
 reaches them through the gateway of `kaos up`. An approval id is unique within one agent only, so
-to decide one the CLI lists the approvals of every agent of the namespace and posts the decision to
-the agent that holds that id. A coordinator also lists its peers' pending calls (entries with
-``peer``): such an entry is shown, and decided, at the peer itself when the peer is an agent of the
-listing, else through the coordinator, which passes the decision on.
+to decide one the CLI lists the approvals of every agent of the namespace and posts the decision
+to the agent that holds that id (or, named with --agent, straight to that agent). A coordinator
+also lists its peers' pending calls (entries with ``peer``): such an entry is shown, and decided,
+at the peer itself when the peer is an agent of the listing, else through the coordinator, which
+passes the decision on.
 """
 
 from __future__ import annotations
@@ -132,12 +133,11 @@ class Approvals:
         raise ApprovalError(self._refusal(response, held.namespace, held.via))
 
 
-def find(held: list[Held], approval_id: str, agent: str | None) -> Held:
-    """The one approval with this id (of ``agent``, when given); a clear error for none or several."""
-    matches = [h for h in held if h.id == approval_id and (agent is None or agent in (h.holder, h.via))]
-    where = f"agent {agent!r}" if agent else "the agents listed"
+def find(held: list[Held], approval_id: str) -> Held:
+    """The one approval with this id; a clear error for none or several."""
+    matches = [h for h in held if h.id == approval_id]
     if not matches:
-        raise ApprovalError(f"no approval {approval_id!r} in {where}: see `kaos approvals list --all`")
+        raise ApprovalError(f"no approval {approval_id!r} in the agents listed: see `kaos approvals list --all`")
     if len(matches) > 1:
         holders = ", ".join(f"{h.namespace}/{h.holder}" for h in matches)
         raise ApprovalError(f"approval id {approval_id!r} is held by several agents ({holders}); "

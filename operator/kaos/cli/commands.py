@@ -295,12 +295,17 @@ def cmd_approvals_list(args) -> int:
 
 
 def cmd_approvals_decide(args) -> int:
-    gateway, held, problems = _approvals_of_network(args)
-    try:
+    if args.agent:  # straight to that agent: no search
+        gateway = Approvals(_client().url, token=args.token)
+        target = Held(args.namespace, args.agent, args.agent, {"id": args.id})
+    else:
+        gateway, held, problems = _approvals_of_network(args)
         try:
-            target = approvals.find(held, args.id, args.agent)
+            target = approvals.find(held, args.id)
         except approvals.ApprovalError as error:
+            gateway.close()
             raise approvals.ApprovalError("; ".join([str(error), *problems])) from None
+    try:
         decided = gateway.decide(target, args.decision, args.reason or "")
     finally:
         gateway.close()
@@ -377,8 +382,9 @@ def parser() -> argparse.ArgumentParser:
 APPROVALS_HELP = """Tool calls waiting for a person's decision in the agents of the current network (docs/approvals.md).
 The CLI asks every Ready agent of the namespace (-A: of every namespace) through the gateway of `kaos up`.
 An approval id is unique within one agent: `approve`/`reject` list the approvals of every agent and
-send the decision to the one holding the id (--agent NAME picks one when several hold it). A peer's
-pending call shows at the peer itself; one only a coordinator lists is decided through it."""
+send the decision to the one holding the id; with --agent NAME they send it to that agent without
+searching (needed when several agents hold the id). A peer's pending call shows at the peer itself;
+one only a coordinator lists is decided through it."""
 
 
 def _approvals_parser(commands) -> None:
@@ -402,7 +408,7 @@ def _approvals_parser(commands) -> None:
                                     description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
         action.add_argument("id", help="the approval id")
         action.add_argument("--reason", default="", help="why (recorded; a rejection's reason reaches the model)")
-        action.add_argument("--agent", help="the agent holding the id, when several agents hold one")
+        action.add_argument("--agent", help="the agent holding the id: decide there without searching")
         common(action)
         action.set_defaults(run=cmd_approvals_decide, decision=decision, all=True)
 
