@@ -34,7 +34,7 @@ def test_the_crd_fills_in_the_timeout_and_what_happens_then():
 
 
 def test_every_kind_of_entry_is_accepted():
-    tools = ["delete_file", "*", "mcp:filesystem", "peer:worker", "peer:Travel-Agent", "fs.write"]
+    tools = ["delete_file", "*", "mcp:filesystem", "peer:worker", "peer:*", "peer:Travel-Agent", "fs.write"]
     assert validated({"tools": tools, "timeoutSeconds": 1, "onTimeout": "proceed"})["tools"] == tools
 
 
@@ -77,6 +77,12 @@ def test_an_entry_naming_a_server_or_peer_the_agent_lacks_fails_the_plan(entry, 
     result = plan(resource, observed_of(modelapi(), mcpserver("files"), agent("worker")), SETTINGS, endpoint_of)
     assert result.phase == "Failed" and result.values is None
     assert f"spec.approval.tools: {entry!r}" in result.message and fix in result.message
+
+
+def test_any_peer_is_a_peer_of_every_agent_with_peers():
+    resource = agent(access=["worker"], approval={"tools": ["peer:*"]})
+    result = plan(resource, observed_of(modelapi(), agent("worker")), SETTINGS, endpoint_of)
+    assert result.phase == "Deploy", result.message
 
 
 def test_a_peer_reached_by_url_may_be_named_by_its_card():

@@ -274,8 +274,8 @@ def _check_memory(spec: Mapping[str, Any], settings) -> None:
 
 def _check_approval(spec: Mapping[str, Any]) -> None:
     """An approval entry ``mcp:<name>`` or ``peer:<name>`` names a server or a peer of this agent:
-    one it does not use would gate nothing, silently. Peers reached by URL are named by their
-    A2A cards, unknown here, so with such peers any ``peer:`` name is accepted."""
+    one it does not use would gate nothing, silently (``peer:*`` is any peer). Peers reached by
+    URL are named by their A2A cards, unknown here, so with such peers any ``peer:`` name is accepted."""
     tools = (spec.get("approval") or {}).get("tools") or []
     servers = spec.get("mcpServers") or []
     access = (spec.get("agentNetwork") or {}).get("access") or []
@@ -286,7 +286,7 @@ def _check_approval(spec: Mapping[str, Any]) -> None:
             listed = ", ".join(servers) or "none"
             raise _Invalid(f"spec.approval.tools: {entry!r} names an MCP server this agent does not use "
                            f"(spec.mcpServers: {listed}); add it there or fix the name")
-        if kind == "peer" and name not in access and not by_url:
+        if kind == "peer" and name != "*" and name not in access and not by_url:
             listed = ", ".join(access) or "none"
             raise _Invalid(f"spec.approval.tools: {entry!r} names a peer this agent cannot delegate to "
                            f"(agentNetwork.access: {listed}); add it there or fix the name")
