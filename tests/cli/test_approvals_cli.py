@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -21,8 +23,10 @@ pytestmark = pytest.mark.timeout(400)
 EXAMPLE = ROOT / "examples" / "approvals"
 APPROVED_ANSWER = "The groceries note is gone."
 REJECTED_ANSWER = "I kept the ideas note, as you asked."
+STREAMED_ANSWER = "There was no such note to delete."
 SCRIPT = [fenced("tool_call", {"tool": "delete_note", "arguments": {"name": "groceries"}}), APPROVED_ANSWER,
-          fenced("tool_call", {"tool": "delete_note", "arguments": {"name": "ideas"}}), REJECTED_ANSWER]
+          fenced("tool_call", {"tool": "delete_note", "arguments": {"name": "ideas"}}), REJECTED_ANSWER,
+          fenced("tool_call", {"tool": "delete_note", "arguments": {"name": "todo"}}), STREAMED_ANSWER]
 
 
 def scripted(folder: Path, script: list[str]) -> Path:
@@ -135,3 +139,19 @@ def test_an_unknown_id_is_a_clear_error(kaos):
     assert direct.returncode == 1
     assert "error: approval no-such-id of agent default/ops does not exist (HTTP 404)" in direct.stderr
     assert "Traceback" not in searched.stderr + direct.stderr
+
+
+def test_a_streamed_kaos_chat_says_what_it_waits_for(kaos):
+    program = shutil.which("kaos", path=kaos.env["PATH"])
+    chat = subprocess.Popen([program, "chat", "ops", "--stream", "Delete the note called todo"], env=kaos.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        approval = pending(kaos)
+        assert kaos.kaos("approvals", "approve", approval["id"]).returncode == 0
+        out, err = chat.communicate(timeout=60)
+    finally:
+        chat.kill()
+    assert chat.returncode == 0, err
+    assert out.strip() == STREAMED_ANSWER
+    assert (f'[waiting for approval {approval["id"]}: delete_note {{"name": "todo"}}; decide with '
+            f'`kaos approvals approve|reject {approval["id"]}`]') in err

@@ -235,7 +235,10 @@ def _chat_turn(http: httpx.Client, url: str, args, messages: list[dict]) -> None
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
-                delta = json.loads(line[6:])["choices"][0].get("delta", {}).get("content") or ""
+                chunk = json.loads(line[6:])
+                if chunk.get("kaos_approval"):
+                    _announce_approval(chunk["kaos_approval"], args)
+                delta = chunk["choices"][0].get("delta", {}).get("content") or ""
                 parts.append(delta)
                 print(delta, end="", flush=True)
         print()
@@ -246,6 +249,14 @@ def _chat_turn(http: httpx.Client, url: str, args, messages: list[dict]) -> None
         content = response.json()["choices"][0]["message"]["content"]
         print(content)
         messages.append({"role": "assistant", "content": content})
+
+
+def _announce_approval(approval: dict, args) -> None:
+    """A streamed chat's tool call that waits for a person: say so, and how to decide it (on stderr)."""
+    flag = "" if args.namespace == "default" else f" -n {args.namespace}"
+    print(f"\n[waiting for approval {approval.get('id')}: {approval.get('tool')} "
+          f"{json.dumps(approval.get('arguments', {}))}; decide with "
+          f"`kaos approvals approve|reject {approval.get('id')}{flag}`]", file=sys.stderr, flush=True)
 
 
 def _check_chat(response: httpx.Response, args) -> None:
