@@ -33,6 +33,7 @@ RULES: dict[str, Callable[[dict], bool]] = {
         lambda target: ("cpuUtilization" in target) != ("requestsInFlight" in target),
     "self.mode != 'Hosted' || !has(self.autoscaling)": lambda spec: spec["mode"] != "Hosted" or "autoscaling" not in spec,
     "!has(self.url) || !has(self.autoscaling)": lambda spec: not ("url" in spec and "autoscaling" in spec),
+    "size(self.tools) > 0 || self.fromAnnotations": lambda approval: bool(approval["tools"]) or approval["fromAnnotations"],
 }
 
 

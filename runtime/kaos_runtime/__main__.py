@@ -17,12 +17,29 @@ USAGE = """usage: kaos-runtime {agent|mcp}
 Both listen on HOST (default 0.0.0.0) and PORT (default 8000)."""
 
 
-def _serve(app, server: ServerSettings) -> None:
+def _serve(app, server: ServerSettings, on_exit=None) -> None:
+    """Serve ``app``; ``on_exit()`` runs on the event loop as soon as the process is told to stop."""
+    import asyncio
+
     import uvicorn
 
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            if on_exit is not None and not self.should_exit and self._loop is not None:
+                self._loop.call_soon_threadsafe(on_exit)
+            super().handle_exit(sig, frame)
+
+        async def serve(self, sockets=None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
     level = server.log_level
-    uvicorn.run(app, host=server.host, port=server.port, log_level=level.lower(), access_log=level == "DEBUG",
-                server_header=False, timeout_graceful_shutdown=server.shutdown_grace)
+    config = uvicorn.Config(app, host=server.host, port=server.port, log_level=level.lower(),
+                            access_log=level == "DEBUG", server_header=False,
+                            timeout_graceful_shutdown=server.shutdown_grace)
+    serving = Server(config)
+    serving._loop = None
+    serving.run()
 
 
 def _agent(server: ServerSettings) -> None:
@@ -32,7 +49,8 @@ def _agent(server: ServerSettings) -> None:
 
     settings = AgentSettings.from_env()
     telemetry = setup_telemetry(TelemetrySettings.from_env(), f"agent-{settings.name}")
-    _serve(create_app(settings, telemetry), server)
+    app = create_app(settings, telemetry)
+    _serve(app, server, on_exit=app.state.runtime.stopping)
 
 
 def _mcp(server: ServerSettings) -> None:

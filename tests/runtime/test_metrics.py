@@ -114,6 +114,7 @@ def test_metric_names_follow_prometheus_conventions():
     metrics.delegation("p", "ok", 0.01)
     metrics.budget_rejected("agent")
     metrics.request(CHAT, "ok", 0.01)
+    metrics.approval("approved", 12.5)
     families = {family.name: family for family in text_string_to_metric_families(metrics.exposition().decode())}
     for family in families.values():
         assert family.name.startswith(("kaos_agent_", "gen_ai_client_")), family.name
@@ -123,7 +124,8 @@ def test_metric_names_follow_prometheus_conventions():
         if family.type == "histogram" and family.name != "gen_ai_client_token_usage":
             assert family.name.endswith("_seconds"), family.name  # durations in base units
     assert {"gen_ai_client_operation_duration_seconds", "gen_ai_client_token_usage",
-            "kaos_agent_budget_rejections", "kaos_agent_active_sessions"} <= set(families)
+            "kaos_agent_budget_rejections", "kaos_agent_active_sessions", "kaos_agent_approvals",
+            "kaos_agent_approval_wait_seconds"} <= set(families)
 
 
 @pytest.mark.parametrize(("status", "outcome"), [(200, "ok"), (400, "bad_request"), (413, "bad_request"),

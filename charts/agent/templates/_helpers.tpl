@@ -91,6 +91,20 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "BUDGET_KEY_PREFIX" "value" (printf "kaos:%s:budget" $.Release.Namespace)) -}}
 {{- end -}}
 {{- end -}}
+{{- with $v.approval -}}
+{{- if or .tools .fromAnnotations -}}
+{{- with .tools -}}
+{{- $env = append $env (dict "name" "TOOL_APPROVAL_REQUIRED" "value" (join "," .)) -}}
+{{- end -}}
+{{- $env = append $env (dict "name" "TOOL_APPROVAL_FROM_ANNOTATIONS" "value" (toString (.fromAnnotations | default false))) -}}
+{{- if not (kindIs "invalid" .timeoutSeconds) -}}
+{{- $env = append $env (dict "name" "TOOL_APPROVAL_TIMEOUT_SECONDS" "value" (printf "%d" (int64 .timeoutSeconds))) -}}
+{{- end -}}
+{{- with .onTimeout -}}
+{{- $env = append $env (dict "name" "TOOL_APPROVAL_ON_TIMEOUT" "value" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- $env = concat $env (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
 {{- /* The agent's own credential goes to every KAOS endpoint it calls: peers (AUTH_OUTBOUND_TOKEN), its
 ModelAPI (MODEL_API_KEY) and each MCP server KAOS serves (MCP_SERVER_<NAME>_TOKEN); an external MCP

@@ -7,13 +7,15 @@ import asyncio
 import json
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
 import yaml
 
 from kaos.api import KIND_ALIASES
-from kaos.cli import display
+from kaos.cli import approvals, display
+from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
@@ -233,7 +235,10 @@ def _chat_turn(http: httpx.Client, url: str, args, messages: list[dict]) -> None
             for line in response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
-                delta = json.loads(line[6:])["choices"][0].get("delta", {}).get("content") or ""
+                chunk = json.loads(line[6:])
+                if chunk.get("kaos_approval"):
+                    _announce_approval(chunk["kaos_approval"], args)
+                delta = chunk["choices"][0].get("delta", {}).get("content") or ""
                 parts.append(delta)
                 print(delta, end="", flush=True)
         print()
@@ -244,6 +249,14 @@ def _chat_turn(http: httpx.Client, url: str, args, messages: list[dict]) -> None
         content = response.json()["choices"][0]["message"]["content"]
         print(content)
         messages.append({"role": "assistant", "content": content})
+
+
+def _announce_approval(approval: dict, args) -> None:
+    """A streamed chat's tool call that waits for a person: say so, and how to decide it (on stderr)."""
+    flag = "" if args.namespace == "default" else f" -n {args.namespace}"
+    print(f"\n[waiting for approval {approval.get('id')}: {approval.get('tool')} "
+          f"{json.dumps(approval.get('arguments', {}))}; decide with "
+          f"`kaos approvals approve|reject {approval.get('id')}{flag}`]", file=sys.stderr, flush=True)
 
 
 def _check_chat(response: httpx.Response, args) -> None:
@@ -262,6 +275,55 @@ def _check_chat(response: httpx.Response, args) -> None:
 def cmd_trigger_run(args) -> int:
     started = _client().run_trigger(args.name, args.namespace)
     print(f"Trigger {args.namespace}/{args.name}: run {started['runId']} started in session {started['sessionId']}")
+    return 0
+
+
+def _approvals_of_network(args) -> tuple[Approvals, list[Held], list[str]]:
+    """The approvals of every Ready agent of the namespace (all namespaces with -A)."""
+    client = _client()
+    namespace = None if getattr(args, "all_namespaces", False) else args.namespace
+    agents = [(a["metadata"]["namespace"], a["metadata"]["name"]) for a in client.resources("Agent", namespace)
+              if (a.get("status") or {}).get("ready")]
+    if not agents:
+        where = "any namespace" if namespace is None else f"namespace {namespace!r}"
+        raise UsageError(f"no Ready agent in {where} (see `kaos get agents`)")
+    gateway = Approvals(client.url, token=args.token)
+    held, problems = gateway.gather(agents, everything=args.all)
+    return gateway, held, problems
+
+
+def cmd_approvals_list(args) -> int:
+    gateway, held, problems = _approvals_of_network(args)
+    gateway.close()
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if args.output == "json":
+        print(json.dumps({"approvals": [{**h.approval, "agent": h.holder, "namespace": h.namespace, "via": h.via}
+                                        for h in held]}, indent=2))
+    else:
+        print(approvals.table(held, datetime.now(timezone.utc), show_namespace=args.all_namespaces))
+    return 1 if problems and not held else 0
+
+
+def cmd_approvals_decide(args) -> int:
+    if args.agent:  # straight to that agent: no search
+        gateway = Approvals(_client().url, token=args.token)
+        target = Held(args.namespace, args.agent, args.agent, {"id": args.id})
+    else:
+        gateway, held, problems = _approvals_of_network(args)
+        try:
+            target = approvals.find(held, args.id)
+        except approvals.ApprovalError as error:
+            gateway.close()
+            raise approvals.ApprovalError("; ".join([str(error), *problems])) from None
+    try:
+        decided = gateway.decide(target, args.decision, args.reason or "")
+    finally:
+        gateway.close()
+    outcome = decided.get("status") or args.decision
+    reason = f": {decided['reason']}" if decided.get("reason") else ""
+    print(f"approval {target.id} of agent {target.namespace}/{target.holder} ({decided.get('tool') or '-'}) "
+          f"{outcome} by {decided.get('decided_by') or '-'}{reason}")
     return 0
 
 
@@ -321,9 +383,45 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("-n", "--namespace", default="default")
     run.set_defaults(run=cmd_trigger_run)
 
+    _approvals_parser(commands)
+
     down = commands.add_parser("down", help="stop the control plane and every process it started")
     down.set_defaults(run=cmd_down)
     return root
+
+
+APPROVALS_HELP = """Tool calls waiting for a person's decision in the agents of the current network (docs/approvals.md).
+The CLI asks every Ready agent of the namespace (-A: of every namespace) through the gateway of `kaos up`.
+An approval id is unique within one agent: `approve`/`reject` list the approvals of every agent and
+send the decision to the one holding the id; with --agent NAME they send it to that agent without
+searching (needed when several agents hold the id). A peer's pending call shows at the peer itself;
+one only a coordinator lists is decided through it."""
+
+
+def _approvals_parser(commands) -> None:
+    group = commands.add_parser("approvals", help="list, approve or reject tool calls waiting for a decision",
+                                description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = group.add_subparsers(dest="action", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-n", "--namespace", default="default")
+        parser.add_argument("-A", "--all-namespaces", action="store_true")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (names who decided)")
+
+    listing = actions.add_parser("list", help="pending approvals (--all: decided and expired ones too)",
+                                 description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    listing.add_argument("--all", action="store_true", help="also approved, rejected and expired ones")
+    listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    common(listing)
+    listing.set_defaults(run=cmd_approvals_list)
+    for decision in ("approve", "reject"):
+        action = actions.add_parser(decision, help=f"{decision} a pending tool call (its id from `kaos approvals list`)",
+                                    description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        action.add_argument("id", help="the approval id")
+        action.add_argument("--reason", default="", help="why (recorded; a rejection's reason reaches the model)")
+        action.add_argument("--agent", help="the agent holding the id: decide there without searching")
+        common(action)
+        action.set_defaults(run=cmd_approvals_decide, decision=decision, all=True)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

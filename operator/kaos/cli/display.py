@@ -29,7 +29,7 @@ def model_column(resource: dict) -> str:
     return (spec.get("url") and "external") or spec.get("runtime", "")
 
 
-def _aligned(rows: list[list[str]]) -> str:
+def aligned(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
@@ -56,7 +56,7 @@ def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
             status.get("phase") or "Pending",
         ]
         rows.append(row)
-    return _aligned(rows)
+    return aligned(rows)
 
 
 def table(resources: list[dict], show_namespace: bool = False) -> str:
@@ -80,7 +80,7 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
             status.get("endpoint") or "-",
         ]
         rows.append(row)
-    return _aligned(rows)
+    return aligned(rows)
 
 
 def progress_line(resource: dict) -> str:

@@ -187,6 +187,7 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
     if ref.name in access:
         raise _Invalid("agentNetwork.access lists the agent itself; remove it")
     _check_memory(spec, settings)
+    _check_approval(spec)
     refs = dependencies(resource)
     modelapi_ref = next(r for r in refs if r.kind == MODELAPI)
     modelapi = observed.get(modelapi_ref)
@@ -269,6 +270,26 @@ def _check_memory(spec: Mapping[str, Any], settings) -> None:
             "keeps its own sessions, so a conversation would be split between them; set spec.memory.backend "
             f"to redis, or {single} (or config.memory.enabled to false for an agent without memory)"
         )
+
+
+def _check_approval(spec: Mapping[str, Any]) -> None:
+    """An approval entry ``mcp:<name>`` or ``peer:<name>`` names a server or a peer of this agent:
+    one it does not use would gate nothing, silently (``peer:*`` is any peer). Peers reached by
+    URL are named by their A2A cards, unknown here, so with such peers any ``peer:`` name is accepted."""
+    tools = (spec.get("approval") or {}).get("tools") or []
+    servers = spec.get("mcpServers") or []
+    access = (spec.get("agentNetwork") or {}).get("access") or []
+    by_url = any("://" in entry for entry in access)
+    for entry in tools:
+        kind, _, name = entry.partition(":")
+        if kind == "mcp" and name not in servers:
+            listed = ", ".join(servers) or "none"
+            raise _Invalid(f"spec.approval.tools: {entry!r} names an MCP server this agent does not use "
+                           f"(spec.mcpServers: {listed}); add it there or fix the name")
+        if kind == "peer" and name != "*" and name not in access and not by_url:
+            listed = ", ".join(access) or "none"
+            raise _Invalid(f"spec.approval.tools: {entry!r} names a peer this agent cannot delegate to "
+                           f"(agentNetwork.access: {listed}); add it there or fix the name")
 
 
 def _check_model_admitted(model: str, modelapi_ref: Ref, modelapi: Mapping[str, Any]) -> None:

@@ -38,6 +38,14 @@ def result_text(result) -> str:
     return ""
 
 
+def _annotations(tool) -> dict:
+    """The hints a tool's MCP annotations give (``readOnlyHint``, ``destructiveHint``, ...), by their MCP names."""
+    annotations = getattr(tool, "annotations", None)
+    if annotations is None:
+        return {}
+    return annotations.model_dump(by_alias=True, exclude_none=True)
+
+
 class McpConnection:
     def __init__(self, server: McpServer, timeout: float) -> None:
         self.server = server
@@ -133,7 +141,8 @@ class McpConnection:
     async def list_tools(self) -> list[dict]:
         result = await self._request(lambda client: client.list_tools())
         return [
-            {"name": tool.name, "description": tool.description or "", "inputSchema": tool.input_schema or {}}
+            {"name": tool.name, "description": tool.description or "", "inputSchema": tool.input_schema or {},
+             "annotations": _annotations(tool)}
             for tool in result.tools
         ]
 
@@ -149,6 +158,7 @@ class ToolCatalog:
         self.connections = {server.name: McpConnection(server, timeout) for server in servers}
         self._tools: dict[str, dict] = {}
         self._owner: dict[str, str] = {}
+        self._annotations: dict[str, dict] = {}
         self._discovered: set[str] = set()
         self._failures: dict[str, str] = {}  # server -> why its last discovery failed
         self._refresher = Refresher(self._discover)
@@ -181,9 +191,14 @@ class ToolCatalog:
             self._failures.pop(name, None)
             self._discovered.add(name)
             for tool in result:
+                self._annotations[tool["name"]] = tool.pop("annotations", {})
                 self._tools[tool["name"]] = tool
                 self._owner[tool["name"]] = name
             log.info("MCP server %s offers %s", name, [tool["name"] for tool in result])
+
+    def info(self, tool: str) -> tuple[str | None, dict | None]:
+        """The MCP server that offers ``tool`` and the tool's annotations (None, None: unknown)."""
+        return self._owner.get(tool), self._annotations.get(tool)
 
     async def call(self, tool: str, arguments: dict) -> str:
         if tool not in self._owner:

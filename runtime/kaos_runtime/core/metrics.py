@@ -44,6 +44,8 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 WORK_PATHS = frozenset({"/v1/chat/completions", "/a2a", "/mcp"})
 # Seconds: a model call or a whole agentic loop may take minutes.
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# Seconds an approval waits for a person: up to hours.
+APPROVAL_SECONDS = (0.1, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 # The OpenTelemetry GenAI buckets of gen_ai.client.token.usage.
 TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 OK, ERROR, BUDGET_EXCEEDED = "ok", "error", "budget_exceeded"
@@ -163,6 +165,10 @@ class Metrics:
         self.delegations = _Observed(
             ("kaos_agent_delegations", "Delegations to peer agents, by peer and outcome."),
             ("kaos_agent_delegation_duration_seconds", "Delegation duration."), ["peer", "outcome"], SECONDS)
+        self.approvals = _Observed(
+            ("kaos_agent_approvals", "Approvals settled, by outcome (approved, rejected, expired)."),
+            ("kaos_agent_approval_wait_seconds", "Time from an approval's request to its outcome."),
+            ["outcome"], APPROVAL_SECONDS)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -174,7 +180,7 @@ class Metrics:
                                 f"Sessions this process worked on in the last {ACTIVE_SESSION_SECONDS} s "
                                 f"(counted in process, per replica; at most {ACTIVE_SESSIONS_MAX}).",
                                 self.active_sessions.count())
-        for observed in (self.model_calls, self.tokens, self.tool_calls, self.delegations):
+        for observed in (self.model_calls, self.tokens, self.tool_calls, self.delegations, self.approvals):
             yield from observed.collect()
         rejections = CounterMetricFamily("kaos_agent_budget_rejections",
                                          "Model calls refused because a token budget was spent, by budget.",
@@ -199,6 +205,9 @@ class Metrics:
 
     def delegation(self, peer: str, outcome: str, seconds: float) -> None:
         self.delegations.observe((peer, outcome), seconds)
+
+    def approval(self, outcome: str, seconds: float) -> None:
+        self.approvals.observe((outcome,), seconds)
 
     def budget_rejected(self, budget: str) -> None:
         self.budget_rejections[budget] = self.budget_rejections.get(budget, 0) + 1

@@ -228,6 +228,44 @@ class AuthSettings(_Settings):
         return value
 
 
+APPROVAL_PREFIXES = ("mcp:", "peer:")
+OnTimeout = Annotated[Literal["reject", "proceed"], BeforeValidator(lambda v: _trimmed(v).lower())]
+
+
+class ApprovalSettings(_Settings):
+    """Which tool calls wait for a person's decision (kaos_runtime.approvals; docs/runtime.md,
+    "Approvals"); nothing set: none."""
+
+    # Comma list of tool names, `*` (every MCP tool), `mcp:<server>` (its tools), `peer:<name>` / `peer:*` (delegation).
+    required: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="TOOL_APPROVAL_REQUIRED")
+    # Also every tool whose MCP annotations say destructiveHint true and not readOnlyHint true.
+    from_annotations: Flag = Field(False, validation_alias="TOOL_APPROVAL_FROM_ANNOTATIONS")
+    timeout_seconds: int = Field(600, ge=1, validation_alias="TOOL_APPROVAL_TIMEOUT_SECONDS")
+    on_timeout: OnTimeout = Field("reject", validation_alias="TOOL_APPROVAL_ON_TIMEOUT")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.required) or self.from_annotations
+
+    @field_validator("required", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        """TOOL_APPROVAL_REQUIRED: names separated by commas, each once; `mcp:`/`peer:` need a name."""
+        if not isinstance(value, str):
+            return value
+        entries = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        for entry in entries:
+            prefix, _, name = entry.partition(":")
+            if f"{prefix}:" in APPROVAL_PREFIXES and not name.strip():
+                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} needs a name after {prefix}:")
+            if ":" in entry and f"{prefix}:" not in APPROVAL_PREFIXES:
+                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} is not a tool name, *, mcp:<server> "
+                                 "or peer:<agent>")
+            if any(character.isspace() for character in entry):
+                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} holds white space")
+        return entries
+
+
 class AgentSettings(_Settings):
     """``kaos-runtime agent``."""
 
@@ -245,6 +283,7 @@ class AgentSettings(_Settings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see core/mock_responses.py).
     mock_responses: Annotated[tuple[str | dict, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
@@ -306,7 +345,8 @@ class AgentSettings(_Settings):
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
         return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env),
-                "auth": AuthSettings.from_env(env), "peers": peers, "mcp_servers": servers}
+                "auth": AuthSettings.from_env(env), "approval": ApprovalSettings.from_env(env),
+                "peers": peers, "mcp_servers": servers}
 
 
 class McpServerSettings(_Settings):

@@ -8,6 +8,12 @@ message); a reply that asks for nothing is the answer. Which protocol the model 
 (``ModelClient.native_tool_calling``); both are understood in either case, so scripted
 replies of both kinds work everywhere. With a sink (a streaming request), model calls are
 streamed and the answer's text goes to the sink as it is produced (``step_gate.StepGate``).
+
+A call the approval policy gates (``TOOL_APPROVAL_*``) first asks the ``ApprovalGate`` whether
+it may run and waits for the decision; a refused call's result, given to the model, says why.
+The actions of one step wait and run concurrently, each for its own decision. With a durable
+approval store (Redis) a step that waits is journaled (``RunSnapshot``): when the process stops
+meanwhile, another process resumes the run (``Agent.resume``) once the call is decided.
 """
 
 from __future__ import annotations
@@ -15,18 +21,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
+from ..approvals import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, Verdict, Where, new_run_id
 from ..clients.mcp_client import ToolCatalog, ToolError
 from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from ..clients.peers import DelegationError, PeerDirectory
+from ..clients.tool_calls import calls_of
 from ..core.settings import AgentSettings
 from ..core.telemetry import Telemetry
 from ..memory import Memory
 from .blocks import Action, BadBlock, Delegation, ToolCall, find_action
 from .prompts import native_system_prompt, system_prompt
 from .step_gate import Sink, StepGate
-from .tool_calling import action_of, assistant_message, openai_tools, tool_message
+from .tool_calling import DELEGATE_TOOL, action_of, assistant_message, openai_tools, tool_message
 
 log = logging.getLogger("kaos_runtime.loop")
 
@@ -45,6 +53,7 @@ class LoopRequest:
     continued: bool
     max_steps: int | None = None
     max_tokens: int | None = None
+    caller: str = "anonymous"  # who asked (the authenticated principal): an approval's requester
 
 
 @dataclass
@@ -69,6 +78,38 @@ class Outcome:
     native: str
 
 
+@dataclass
+class RunState:
+    """One run of the loop as it goes: what resuming it in another process needs."""
+
+    request: LoopRequest
+    conversation: list[dict]  # the history and the request's messages: a delegation's context
+    messages: list[dict]  # [system prompt] + conversation + what the steps added
+    answer: Answer
+    run_id: str = field(default_factory=new_run_id)
+    first_step: int = 1
+    resumed_reply: ModelReply | None = None  # the step a resumed run waited in
+    resumed_outcomes: dict[int, Outcome] = field(default_factory=dict)
+    watcher: ApprovalWatcher | None = None
+
+    def snapshot(self, step: int, reply: ModelReply) -> dict:
+        """What the journal keeps of a step that waits (JSON)."""
+        request = asdict(self.request)
+        return {"request": request, "conversation": self.conversation, "messages": self.messages[1:], "step": step,
+                "usage": self.answer.usage,
+                "reply": {"content": reply.content, "tool_calls": [call.message() for call in reply.tool_calls]}}
+
+    @classmethod
+    def restored(cls, run_id: str, snapshot: dict, outcomes: dict[int, dict]) -> "RunState":
+        request = LoopRequest(**snapshot["request"])
+        reply = snapshot["reply"]
+        return cls(request=request, conversation=snapshot["conversation"], messages=[{}] + snapshot["messages"],
+                   answer=Answer("", {**no_usage(), **snapshot["usage"]}), run_id=run_id,
+                   first_step=snapshot["step"],
+                   resumed_reply=ModelReply(reply["content"], tool_calls=calls_of(reply["tool_calls"])),
+                   resumed_outcomes={index: Outcome(**outcome) for index, outcome in outcomes.items()})
+
+
 def incoming_event(messages: list[dict]) -> tuple[str, str]:
     """The event that records a request: the delegated task, else the last user message."""
     for message in reversed(messages):
@@ -90,41 +131,69 @@ def model_messages(messages: list[dict]) -> list[dict]:
 
 class Agent:
     def __init__(self, config: AgentSettings, memory: Memory, model: ModelClient,
-                 tools: ToolCatalog, peers: PeerDirectory, telemetry: Telemetry | None = None) -> None:
+                 tools: ToolCatalog, peers: PeerDirectory, telemetry: Telemetry | None = None,
+                 approvals: ApprovalGate | None = None) -> None:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.memory = memory
         self.model = model
         self.tools = tools
         self.peers = peers
+        self.approvals = approvals if approvals is not None and approvals.policy.enabled else None
 
-    async def run(self, request: LoopRequest, sink: Sink | None = None) -> Answer:
+    async def run(self, request: LoopRequest, sink: Sink | None = None,
+                  watcher: ApprovalWatcher | None = None) -> Answer:
         """Answer one request. With ``sink`` (streaming), the answer's text is passed to it as
-        it is produced; when the run returns, all of ``Answer.content`` has been passed on."""
+        it is produced; when the run returns, all of ``Answer.content`` has been passed on.
+        ``watcher`` hears of the approvals the run waits for."""
         session = request.session_id
         event_type, text = incoming_event(request.messages)
         history = await self.memory.history(session, self.config.memory.context_limit) if request.continued else []
         await self.memory.record(session, event_type, text, {"depth": request.depth})
+        conversation = history + model_messages(request.messages)
+        state = RunState(request, conversation, [{}] + conversation, Answer("", no_usage()), watcher=watcher)
+        return await self._guarded(state, sink)
+
+    async def resume(self, run_id: str) -> Answer | None:
+        """Go on with a journaled run whose process stopped while it waited for an approval
+        (its answer goes to memory, as every answer does); None if the journal has no such run."""
+        store = self.approvals.store if self.approvals is not None else None
+        snapshot, outcomes = await store.load_run(run_id) if store is not None else (None, {})
+        if snapshot is None:
+            if store is not None:
+                await store.drop_run(run_id)
+            return None
+        state = RunState.restored(run_id, snapshot, outcomes)
+        log.info("resuming run %s of session %s at step %d", run_id, state.request.session_id, state.first_step)
+        return await self._guarded(state, None)
+
+    async def _guarded(self, state: RunState, sink: Sink | None) -> Answer:
+        session = state.request.session_id
         try:
-            return await self._run(request, history, sink)
+            return await self._run(state, sink)
         except asyncio.CancelledError:
             # The client went away (or cancelled the request): the work it started stops here.
             await self.memory.record(session, "error",
                                      "the request was cancelled (its client went away or cancelled it)",
                                      {"cancelled": True})
             raise
+        except ApprovalInterrupted as error:
+            await self.memory.record(session, "error", str(error), {"approval": True})
+            raise
 
-    async def _run(self, request: LoopRequest, history: list[dict], sink: Sink | None) -> Answer:
+    async def _run(self, state: RunState, sink: Sink | None) -> Answer:
+        request = state.request
         session = request.session_id
         await self.tools.refresh_if_incomplete()
         await self.peers.refresh_if_incomplete()
         skills, peers = self.tools.skills(), self.peers.describe()
         prompts: dict[bool, dict] = {}
-        conversation = history + model_messages(request.messages)
-        messages = [{}] + conversation  # [0]: the system prompt of the protocol each call uses
-        answer = Answer("", no_usage())
+        messages, answer = state.messages, state.answer
         max_steps = min(self.config.max_steps, request.max_steps or self.config.max_steps)
-        for step in range(1, max_steps + 1):
+        if state.resumed_reply is not None:  # first the step the run waited in
+            await self._act_on(state, state.first_step, state.resumed_reply, bool(peers))
+            state.first_step += 1
+        for step in range(state.first_step, max_steps + 1):
             native = bool(skills or peers) and not self.model.scripted_next and await self.model.native_tool_calling()
             if native not in prompts:
                 prompt = (native_system_prompt if native else system_prompt)(self.config.instructions, skills, peers)
@@ -140,28 +209,21 @@ class Agent:
                 return await self._finish(answer, sink)
             answer.add(reply)
             over = request.max_tokens and answer.usage.get("total_tokens", 0) >= request.max_tokens
-            if over and (reply.tool_calls or find_action(reply.content) is not None):  # more work: not started
+            wants_work = bool(reply.tool_calls) or find_action(reply.content) is not None
+            if over and wants_work:  # more work: not started
                 answer.content = (f"Stopped: the model calls used {answer.usage['total_tokens']} tokens, the "
                                   f"request's limit is {request.max_tokens} (X-KAOS-Max-Tokens).")
                 answer.stopped = "max_tokens"
                 await self.memory.record(session, "agent_response", answer.content, {"step": step, "token_limit": True})
                 return await self._finish(answer, sink)
-            if reply.tool_calls:
-                actions = [action_of(call, delegation=bool(peers)) for call in reply.tool_calls]
-                outcomes = await asyncio.gather(*(self._act(action, request, conversation) for action in actions))
-                messages.append(assistant_message(reply.content, reply.tool_calls))
-                messages.extend(tool_message(call, outcome.native) for call, outcome in zip(reply.tool_calls, outcomes))
-                continue
-            action = find_action(reply.content)
-            if action is None:
+            if not wants_work:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content
                 if gate is None:
                     return await self._finish(answer, sink)
                 await gate.release()
                 return answer
-            messages.append({"role": "assistant", "content": reply.content})
-            messages.append({"role": "user", "content": (await self._act(action, request, conversation)).fenced})
+            await self._act_on(state, step, reply, bool(peers))
         source = "AGENTIC_LOOP_MAX_STEPS" if max_steps == self.config.max_steps else "X-KAOS-Max-Steps"
         answer.content = (f"Stopped: reached the step limit of {max_steps} model calls "
                           f"({source}) without a final answer.")
@@ -193,19 +255,80 @@ class Agent:
                 self.telemetry.failed(span, str(error))
                 raise
 
-    async def _act(self, action: Action, request: LoopRequest, conversation: list[dict]) -> Outcome:
-        """Run what a block or a native call asks for."""
-        session = request.session_id
+    async def _act_on(self, state: RunState, step: int, reply: ModelReply, delegation: bool) -> None:
+        """Do what the reply asks for (its native calls, else its first fenced block) and add the
+        reply and the results to the run's messages."""
+        if reply.tool_calls:
+            actions = [action_of(call, delegation=delegation) for call in reply.tool_calls]
+        else:
+            actions = [find_action(reply.content)]
+        outcomes = await self._act_all(state, step, reply, actions)
+        if reply.tool_calls:
+            state.messages.append(assistant_message(reply.content, reply.tool_calls))
+            state.messages.extend(tool_message(call, outcome.native)
+                                  for call, outcome in zip(reply.tool_calls, outcomes))
+        else:
+            state.messages.append({"role": "assistant", "content": reply.content})
+            state.messages.append({"role": "user", "content": outcomes[0].fenced})
+
+    async def _act_all(self, state: RunState, step: int, reply: ModelReply, actions: list[Action]) -> list[Outcome]:
+        """The actions of one step, concurrently; journaled when one of them waits for a
+        decision and the approval store outlives this process."""
+        store = self.approvals.store if self.approvals is not None else None
+        journal = store is not None and store.durable and any(map(self._gated, actions))
+        done = state.resumed_outcomes if state.resumed_reply is not None and step == state.first_step else {}
+        if journal and state.resumed_reply is None:
+            await store.save_run(state.run_id, state.snapshot(step, reply))
+
+        async def act(index: int, action: Action) -> Outcome:
+            if index in done:
+                return done[index]
+            where = Where(state.run_id, step, index, state.request.session_id, state.request.caller,
+                          resumed=state.resumed_reply is not None and step == state.first_step,
+                          watcher=state.watcher)
+            outcome = await self._act(action, state, where)
+            if journal:
+                await store.save_outcome(state.run_id, index, asdict(outcome))
+            return outcome
+
+        try:
+            outcomes = await asyncio.gather(*(act(index, action) for index, action in enumerate(actions)))
+        except asyncio.CancelledError:
+            if journal and not self.approvals.stopping:  # the request went away: nothing resumes it
+                await store.drop_run(state.run_id)
+            raise
+        if journal:
+            await store.drop_run(state.run_id)
+        state.resumed_reply = None
+        return list(outcomes)
+
+    def _gated(self, action: Action) -> bool:
         if isinstance(action, ToolCall):
-            return await self._call_tool(action, session)
+            return self.approvals.gates_tool(action.tool)
+        return isinstance(action, Delegation) and self.approvals.gates_peer(action.agent)
+
+    async def _admit(self, tool: str, arguments: dict, gated: bool, where: Where) -> Verdict:
+        if not gated:
+            return ALLOWED
+        return await self.approvals.admit(tool, arguments, where)
+
+    async def _act(self, action: Action, state: RunState, where: Where) -> Outcome:
+        """Run what a block or a native call asks for."""
+        session = state.request.session_id
+        if isinstance(action, ToolCall):
+            return await self._call_tool(action, session, where)
         if isinstance(action, Delegation):
-            return await self._delegate(action, request, conversation)
+            return await self._delegate(action, state.request, state.conversation, where)
         assert isinstance(action, BadBlock)
         await self.memory.record(session, "error", action.problem, {"block": action.kind})
         return Outcome(f"Your {action.kind} block could not be used: {action.problem}",
                        f"This call could not be used: {action.problem}")
 
-    async def _call_tool(self, call: ToolCall, session: str) -> Outcome:
+    async def _call_tool(self, call: ToolCall, session: str, where: Where) -> Outcome:
+        verdict = await self._admit(call.tool, call.arguments, self.approvals is not None and self._gated(call), where)
+        if not verdict.run:
+            refused = f"Tool {call.tool} was not run: {verdict.reason}"
+            return Outcome(refused, refused)
         await self.memory.record(session, "tool_call", {"tool": call.tool, "arguments": call.arguments})
         with self.telemetry.span("tool.call", {"kaos.tool": call.tool}, client=True) as span:
             try:
@@ -218,7 +341,8 @@ class Agent:
         await self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
         return Outcome(f"Result of tool {call.tool}:\n{result}", result)
 
-    async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict]) -> Outcome:
+    async def _delegate(self, delegation: Delegation, request: LoopRequest, conversation: list[dict],
+                        where: Where) -> Outcome:
         session, agent = request.session_id, delegation.agent
         peer = self.peers.get(agent)
         refusal = None
@@ -231,6 +355,11 @@ class Agent:
         if refusal is not None:
             await self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": refusal})
             refused = f"Delegation to {agent} refused: {refusal}"
+            return Outcome(refused, refused)
+        verdict = await self._admit(DELEGATE_TOOL, {"agent": agent, "task": delegation.task},
+                                    self.approvals is not None and self._gated(delegation), where)
+        if not verdict.run:
+            refused = f"Delegation to {agent} was not made: {verdict.reason}"
             return Outcome(refused, refused)
         await self.memory.record(session, "delegation_request", {"agent": agent, "task": delegation.task})
         limit = self.config.memory.context_limit

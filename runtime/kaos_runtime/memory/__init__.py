@@ -31,6 +31,10 @@ EVENT_TYPES = (
     "delegation_error",
     "agent_response",
     "error",
+    "approval_requested",
+    "approval_granted",
+    "approval_rejected",
+    "approval_expired",
 )
 # The events that make up the conversation given back to the model for a continued session.
 TURN_ROLES = {"user_message": "user", "task_delegation_received": "user", "agent_response": "assistant"}

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from typing import TYPE_CHECKING
@@ -31,11 +32,13 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ..approvals import AlreadySettled, UnknownApproval
 from ..clients.peers import DEPTH_HEADER
 from ..core.budget import BudgetExceeded, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
 from ..loop.agent import LoopRequest
+from .a2a_approvals import TaskRun, decision_of
 from .chat_request import parse_depth
 from .public_url import public_base_url
 
@@ -82,14 +85,70 @@ class _ArtifactSink:
 
 
 def _executor(runtime):
-    from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+    from a2a.helpers.proto_helpers import (
+        get_data_parts,
+        new_data_part,
+        new_message,
+        new_task_from_user_message,
+        new_text_message,
+        new_text_part,
+    )
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.tasks import TaskUpdater
 
-    streams = len(inspect.signature(runtime.agent.run).parameters) >= 2  # run(request, sink)
+    parameters = len(inspect.signature(runtime.agent.run).parameters)  # run(request[, sink[, watcher]])
+    runs: dict[str, TaskRun] = {}  # task id -> its run, while it runs
+
+    def message_of(context):
+        def message(text: str, data: dict):
+            return new_message([new_text_part(text), new_data_part(data)], context_id=context.context_id,
+                               task_id=context.task_id)
+        return message
+
+    async def drive(run: TaskRun, sink: _ArtifactSink, request: LoopRequest, context, headers: dict) -> None:
+        """The run, to the end of the task: the answer and completed, or failed with the reason."""
+        state = context.call_context.state
+        try:
+            with runtime.telemetry.server_span("a2a", headers, {"kaos.agent": runtime.config.name,
+                                                              "kaos.session_id": context.context_id}):
+                if parameters >= 3:
+                    answer = await runtime.agent.run(request, sink, watcher=run)
+                else:
+                    answer = await (runtime.agent.run(request, sink) if parameters == 2 else runtime.agent.run(request))
+        except BudgetExceeded as error:  # at a later model call: the task fails saying so
+            log.warning("A2A task %s refused: %s", context.task_id, error)
+            set_outcome(state.get(SCOPE), BUDGET_EXCEEDED)
+            await run.updater.failed(new_text_message(str(error), context_id=context.context_id,
+                                                      task_id=context.task_id))
+            return
+        except Exception as error:  # the loop's own errors end the task, with the reason
+            log.warning("A2A task %s failed: %s", context.task_id, describe(error))
+            await run.updater.failed(new_text_message(describe(error), context_id=context.context_id,
+                                                      task_id=context.task_id))
+            return
+        await sink.finish(answer.content)
+        await run.updater.complete()
+
+    async def decide(run: TaskRun, context) -> None:
+        """A message to a task whose run waits: the decision on (one of) its calls."""
+        decision = decision_of(context.get_user_input(), get_data_parts(context.message.parts))
+        approval = run.next_pending(decision.approval_id if decision else None)
+        if decision is None or approval is None:
+            return  # nothing to decide (or decided already): the task says again what waits, if anything
+        run.decided(approval.id)
+        try:
+            await runtime.approvals.decide(approval.id, decision.decision,
+                                           context.call_context.state.get(CALLER) or "anonymous", decision.reason)
+        except (AlreadySettled, UnknownApproval) as error:
+            log.info("A2A task %s: %s", context.task_id, error)
 
     class KaosExecutor(AgentExecutor):
         async def execute(self, context, event_queue) -> None:
+            run = runs.get(context.task_id)
+            if run is not None and run.running:
+                await decide(run, context)
+                await run.until_stop()
+                return
             if context.current_task is None:
                 await event_queue.enqueue_event(new_task_from_user_message(context.message))
             updater = TaskUpdater(event_queue, context.task_id, context.context_id)
@@ -101,26 +160,29 @@ def _executor(runtime):
                 depth = parse_depth(headers.get(DEPTH_HEADER.lower()))  # a KAOS coordinator's, else 0
                 # As chat completions and /mcp: refused now if a budget is spent, counted per caller.
                 await runtime.budget.enter(context.context_id, state.get(CALLER))
-                request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
-                                      session_id=context.context_id, depth=depth, continued=True)
-                with runtime.telemetry.server_span("a2a", headers, {"kaos.agent": runtime.config.name,
-                                                                  "kaos.session_id": context.context_id}):
-                    answer = await (runtime.agent.run(request, sink) if streams else runtime.agent.run(request))
-            except BudgetExceeded as error:  # at once or at a later model call: the task fails saying so
+            except BudgetExceeded as error:
                 log.warning("A2A task %s refused: %s", context.task_id, error)
                 set_outcome(state.get(SCOPE), BUDGET_EXCEEDED)
                 await updater.failed(new_text_message(str(error), context_id=context.context_id,
                                                       task_id=context.task_id))
                 return
-            except Exception as error:  # the loop's own errors end the task, with the reason
-                log.warning("A2A task %s failed: %s", context.task_id, describe(error))
+            except Exception as error:
                 await updater.failed(new_text_message(describe(error), context_id=context.context_id,
                                                       task_id=context.task_id))
                 return
-            await sink.finish(answer.content)
-            await updater.complete()
+            request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
+                                  session_id=context.context_id, depth=depth, continued=True,
+                                  caller=state.get(CALLER) or "anonymous")
+            run = runs[context.task_id] = TaskRun(updater, message_of(context))
+            run.start(drive(run, sink, request, context, headers))
+            run.task.add_done_callback(lambda _: runs.pop(context.task_id, None))
+            await run.until_stop()
 
         async def cancel(self, context, event_queue) -> None:
+            run = runs.get(context.task_id)
+            if run is not None and run.running:
+                run.task.cancel()
+                await asyncio.gather(run.task, return_exceptions=True)
             await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
     return KaosExecutor()

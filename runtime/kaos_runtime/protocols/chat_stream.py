@@ -21,14 +21,18 @@ import logging
 import time
 from typing import Awaitable, Callable
 
+from ..approvals import ApprovalInterrupted
 from ..clients.model import no_usage
 from ..core.budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, ERROR, set_outcome
 from ..memory import MemoryUnavailable
-from .openai_format import completion_id, unavailable
+from .openai_format import completion_id, interrupted, unavailable
 
 log = logging.getLogger("kaos_runtime.streaming")
+
+# While a call waits for an approval, an SSE comment this often keeps proxies from closing the stream.
+KEEPALIVE_SECONDS = 10.0
 
 def _frame(payload: dict) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
@@ -39,13 +43,16 @@ class ClientGone(Exception):
 
 
 class SseSink:
-    """Writes each piece of the answer as one ``chat.completion.chunk``."""
+    """Writes each piece of the answer as one ``chat.completion.chunk``; while a call waits for
+    an approval, announces it once (a chunk with an empty delta and ``kaos_approval``) and sends
+    an SSE comment ``: approval pending <id>`` at once and every ``KEEPALIVE_SECONDS``."""
 
     def __init__(self, send, model: str) -> None:
         self._send = send
         self._base = {"id": completion_id(), "object": "chat.completion.chunk", "created": int(time.time()),
                       "model": model}
         self.sent = False
+        self._keepalives: dict[str, asyncio.Task] = {}
 
     def chunk(self, delta: dict, finish: str | None = None) -> bytes:
         return _frame({**self._base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -63,6 +70,34 @@ class SseSink:
         if content:
             self.sent = True
             await self.write(self.chunk({"content": content}))
+
+    async def approval_pending(self, approval) -> None:
+        announce = {**self._base, "choices": [{"index": 0, "delta": {}, "finish_reason": None}],
+                    "kaos_approval": approval.view(time.time())}
+        await self.write(_frame(announce) + self._comment(approval.id))
+        self._keepalives[approval.id] = asyncio.create_task(self._keep_alive(approval.id))
+
+    async def approval_settled(self, approval) -> None:
+        task = self._keepalives.pop(approval.id, None)
+        if task is not None:
+            task.cancel()
+
+    @staticmethod
+    def _comment(approval_id: str) -> bytes:
+        return f": approval pending {approval_id}\n\n".encode()
+
+    async def _keep_alive(self, approval_id: str) -> None:
+        while True:
+            await asyncio.sleep(KEEPALIVE_SECONDS)
+            try:
+                await self.write(self._comment(approval_id))
+            except ClientGone:
+                return  # the stream's own watcher sees the client go
+
+    def close(self) -> None:
+        for task in self._keepalives.values():
+            task.cancel()
+        self._keepalives.clear()
 
 
 async def _disconnected(receive) -> None:
@@ -135,6 +170,11 @@ class ChatStream:
             set_outcome(scope, BUDGET_EXCEEDED)
             await sink.write(_frame(error.body()))
             usage = no_usage()
+        except ApprovalInterrupted as error:  # the process stops while a call waits: the 503 of a plain request
+            log.warning("streamed request stopped: %s", error)
+            set_outcome(scope, ERROR)
+            await sink.write(_frame(interrupted(error)))
+            usage = no_usage()
         except MemoryUnavailable as error:  # the 503 of a plain request, once the stream has begun
             log.warning("streamed request stopped: %s", error)
             set_outcome(scope, ERROR)
@@ -144,6 +184,8 @@ class ChatStream:
             log.exception("streamed request failed")
             await sink.write(sink.chunk({"content": f"internal error: {describe(error)}"}))
             usage = no_usage()
+        finally:
+            sink.close()
         tail = sink.chunk({}, "stop")
         if self.include_usage:
             tail += sink.usage_chunk(usage)

@@ -28,3 +28,8 @@ def unavailable(error: Exception) -> dict:
     """The OpenAI-style error body of a 503 the client may retry shortly (the agent's shared
     memory cannot be reached): the plain answer's body and a stream's error frame alike."""
     return {"error": {"message": f"{error}; try again shortly", "type": "service_unavailable", "code": 503}}
+
+
+def interrupted(error: Exception) -> dict:
+    """The OpenAI-style error body when the process stops while the request waits for an approval."""
+    return {"error": {"message": str(error), "type": "approval_interrupted", "code": 503}}

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from ..approvals import ApprovalInterrupted
 from ..core.auth import BearerAuth, Verifier
 from ..core.budget import BudgetExceeded
 from ..core.errors import describe
@@ -23,9 +24,9 @@ from ..core.telemetry import Telemetry
 from ..memory import MemoryUnavailable
 from ..protocols import a2a_server, agent_mcp
 from ..protocols.chat_request import BadRequest
-from ..protocols.openai_format import unavailable
+from ..protocols.openai_format import interrupted, unavailable
 from .responses import json_response
-from .routes import chat, discovery, health, memory, metrics, openapi
+from .routes import approvals, chat, discovery, health, memory, metrics, openapi
 from .runtime import Runtime
 
 log = logging.getLogger("kaos_runtime.agent")
@@ -60,12 +61,17 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         # A shared memory that cannot be reached: a clear 503 the client may retry, never a 500.
         return json_response(unavailable(error), 503, headers={"Retry-After": "1"})
 
+    @app.exception_handler(ApprovalInterrupted)
+    async def approval_interrupted(_: Request, error: ApprovalInterrupted) -> Response:
+        # The process stops while the request's call waits for a decision: say what becomes of it.
+        return json_response(interrupted(error), 503)
+
     @app.exception_handler(Exception)
     async def unexpected(_: Request, error: Exception) -> Response:
         log.exception("unexpected error")
         return json_response({"detail": f"internal error: {describe(error)}"}, 500)
 
-    groups = [health, discovery, chat, memory] + ([metrics] if runtime.metrics is not None else [])
+    groups = [health, discovery, chat, memory, approvals] + ([metrics] if runtime.metrics is not None else [])
     for group in groups:  # their plain routes, flat in the app's router (include_router would nest them)
         app.router.routes.extend(group.router(runtime).routes)
     a2a_server.mount(app, runtime)  # A2A JSON-RPC at /a2a, card at /.well-known/agent-card.json

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ..approvals import ApprovalGate, ApprovalInterrupted, ApprovalPolicy, create_store
 from ..clients.http import HttpClient
 from ..clients.mcp_client import ToolCatalog
 from ..clients.model import ModelClient
@@ -21,6 +22,8 @@ from ..memory import create_memory
 log = logging.getLogger("kaos_runtime.agent")
 
 STARTUP_DISCOVERY_SECONDS = 10.0
+# How often a process with approvals in Redis looks for waiting runs that no live process holds.
+RESUME_INTERVAL_SECONDS = 5.0
 
 
 class Runtime:
@@ -45,13 +48,49 @@ class Runtime:
                                     self.metrics.budget_rejected if self.metrics is not None else None, self.memory)
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
-        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry)
+        policy = ApprovalPolicy.from_settings(config.approval)
+        self.approvals = ApprovalGate(policy, create_store(config), self.memory, config.name, self.tools.info,
+                                      self.metrics.approval if self.metrics is not None else None)
+        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals)
         self.ready = False
         self.waiting_for = ["startup"]
         self._startup: asyncio.Task | None = None
+        self._resumer: asyncio.Task | None = None
+        self._resumed: set[asyncio.Task] = set()
 
     def start(self) -> None:
         self._startup = asyncio.create_task(self._prepare())
+        if self.approvals.store.durable and self.approvals.policy.enabled:
+            self._resumer = asyncio.create_task(self._resume_orphaned_runs())
+
+    def stopping(self) -> None:
+        """The process was told to stop (SIGTERM): calls waiting for a decision give up now, so
+        that their callers hear why rather than a closed connection."""
+        self.approvals.interrupt()
+
+    async def _resume_orphaned_runs(self) -> None:
+        """Runs that waited for an approval in a process that is gone: go on with them here."""
+        failing = False
+        while not self.approvals.stopping:
+            try:
+                for run_id in await self.approvals.store.claim_orphaned_runs():
+                    task = asyncio.create_task(self._resume(run_id))
+                    self._resumed.add(task)
+                    task.add_done_callback(self._resumed.discard)
+                failing = False
+            except Exception as error:
+                if not failing:  # once per outage, not every few seconds
+                    log.warning("looking for runs waiting for an approval failed: %s", error)
+                failing = True
+            await asyncio.sleep(RESUME_INTERVAL_SECONDS)
+
+    async def _resume(self, run_id: str) -> None:
+        try:
+            await self.agent.resume(run_id)
+        except ApprovalInterrupted:
+            pass  # stopping again: the next process resumes it
+        except Exception:
+            log.exception("resuming run %s failed", run_id)
 
     async def _prepare(self) -> None:
         """Attempt discovery once (bounded), load litellm if asked; then report ready."""
@@ -71,8 +110,13 @@ class Runtime:
         log.info("agent %s ready", self.config.name)
 
     async def stop(self) -> None:
-        if self._startup is not None:
-            self._startup.cancel()
+        self.approvals.interrupt()
+        for task in (self._startup, self._resumer, *self._resumed):
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*self._resumed, return_exceptions=True)
+        await self.approvals.store.release_runs()
+        await self.approvals.store.close()
         await self.tools.close()
         await self.peers.close()
         await self.model.close()

@@ -53,16 +53,17 @@ def router(runtime: Runtime) -> APIRouter:
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
         given = parse_session_header(request.headers.get(SESSION_HEADER), SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
-        await runtime.budget.enter(session_id, caller_of(request))  # 429 now if a budget is spent
+        caller = caller_of(request)
+        await runtime.budget.enter(session_id, caller)  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
-                                   continued=given is not None,
+                                   continued=given is not None, caller=caller,
                                    max_steps=parse_bound(request.headers.get(MAX_STEPS_HEADER), MAX_STEPS_HEADER),
                                    max_tokens=parse_bound(request.headers.get(MAX_TOKENS_HEADER), MAX_TOKENS_HEADER))
 
         async def run(sink=None):
             with runtime.telemetry.server_span("chat", request.headers, attributes):
-                return await runtime.agent.run(loop_request, sink)
+                return await runtime.agent.run(loop_request, sink, watcher=sink)
 
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from ...clients.peers import DEPTH_HEADER
 from ...core.auth import EXEMPT_PATHS
 from ...memory import EVENT_TYPES
+from ...protocols.approval_request import LISTED, MAX_REASON
 from ...protocols.chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
 
 if TYPE_CHECKING:
@@ -72,6 +73,22 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying aga
 SESSION_OUT = {SESSION_HEADER: {"description": "The session of this exchange.", "schema": _string()}}
 MEMORY_DOWN = _json(_ref("UnavailableError"), "The memory backend (Redis) cannot be reached; try again shortly.",
                     RETRY_AFTER)
+
+
+def _approval() -> dict:
+    time_ = _string("ISO 8601, UTC.", format="date-time")
+    return _object(
+        ("id", "tool", "arguments", "session_id", "status", "requested_at", "expires_at", "decided_by", "reason",
+         "agent"),
+        "A tool call waiting for (or given) a person's decision.",
+        id=_string(), tool=_string("The tool, or `delegate` for a delegation to a peer."),
+        arguments={"type": "object"}, session_id=_string(), status={"enum": list(LISTED[1:])},
+        requested_at=time_, expires_at=time_, decided_at=_nullable(time_),
+        decided_by=_nullable(_string("The caller who decided (`key:<n>`, `jwt:<sub>`, `anonymous`); null when "
+                                     "pending or expired.")),
+        reason=_string(), agent=_string("The agent whose call waits."), step={"type": "integer"},
+        requester=_string("Who asked for the run."),
+        peer=_string("On an entry from a peer (delegation): the peer's name; decide it here as any other."))
 
 
 def _schemas() -> dict:
@@ -136,6 +153,13 @@ def _schemas() -> dict:
         "UnavailableError": _object(("error",), "OpenAI's error shape, for a 503 worth retrying shortly.", error=_object(
             ("message", "type", "code"), message=_string(), type={"const": "service_unavailable"},
             code={"const": 503})),
+        "Approval": _approval(),
+        "Approvals": _object(("agent", "approvals", "total"), agent=_string(),
+                             approvals={"type": "array", "items": _ref("Approval"), "description": "Oldest first."},
+                             total={"type": "integer", "minimum": 0}),
+        "Decision": _object(("decision",), decision={"enum": ["approve", "reject"]},
+                            reason=_nullable(_string("Why (shown to the model when rejected).", maxLength=MAX_REASON))),
+        "ApprovalConflict": _object(("detail", "approval"), detail=_string(), approval=_ref("Approval")),
         "ContentPart": part,
         "ChatMessage": message,
         "ChatRequest": chat_request,
@@ -223,6 +247,28 @@ def _operations(config) -> dict:
         "/memory/sessions": {"get": {
             "operationId": "memorySessions", "tags": ["memory"], "summary": "Session ids.",
             "responses": {"200": _json(_ref("Sessions"), "The sessions."), "503": MEMORY_DOWN}}},
+        "/approvals": {"get": {
+            "operationId": "listApprovals", "tags": ["approvals"],
+            "summary": "Tool calls waiting for a decision (or, with `status`, decided ones), with a peer's nested.",
+            "parameters": [
+                {"name": "status", "in": "query", "required": False, "description": "Absent or empty: pending.",
+                 "schema": {"enum": ["", *LISTED]}},
+                {"name": "session_id", "in": "query", "required": False, "schema": _string()},
+            ],
+            "responses": {"200": _json(_ref("Approvals"), "The approvals."),
+                          "400": _error("`status` is not one of " + ", ".join(LISTED) + "."), "503": MEMORY_DOWN}}},
+        "/approvals/{approval_id}": {"post": {
+            "operationId": "decideApproval", "tags": ["approvals"],
+            "summary": "Approve or reject a waiting call.",
+            "parameters": [{"name": "approval_id", "in": "path", "required": True, "schema": _string()}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Decision")}}},
+            "responses": {"200": _json(_ref("Approval"), "The approval as decided."),
+                          "400": _error("A body that is not a decision."),
+                          "404": _error("No approval with this id."),
+                          "409": _json(_ref("ApprovalConflict"), "Already decided, or expired."),
+                          "413": _error(f"The body is larger than {config.max_body_bytes} bytes "
+                                        "(MAX_REQUEST_BODY_BYTES)."),
+                          "503": MEMORY_DOWN}}},
         "/health": {"get": {
             "operationId": "health", "tags": ["probes"], "summary": "Liveness.",
             "responses": {"200": _json(_ref("Health"), "The process serves.")}}},

@@ -121,8 +121,10 @@ export async function* serverSentEvents(response) {
 }
 
 // One chat turn with an agent, streamed: onDelta(text) for every piece of the answer as it
-// arrives. The agent names the session in the X-Session-ID header (and in chunks' session_id).
-export async function streamChat(namespace, name, text, sessionId, onDelta, signal) {
+// arrives, onApproval(approval) when a tool call waits for a person (a chunk's kaos_approval; the
+// stream stays open until it is decided). The agent names the session in the X-Session-ID header
+// (and in chunks' session_id).
+export async function streamChat(namespace, name, text, sessionId, onDelta, signal, onApproval = () => {}) {
   const headers = { 'content-type': 'application/json', accept: 'text/event-stream' };
   if (sessionId) headers['X-Session-ID'] = sessionId;
   const body = { messages: [{ role: 'user', content: text }], stream: true };
@@ -146,6 +148,7 @@ export async function streamChat(namespace, name, text, sessionId, onDelta, sign
     try { chunk = JSON.parse(data); } catch { continue; }
     if (chunk.error) throw new ApiError(`The agent ${name} failed while answering: ${detailOf(chunk, data)}`);
     if (chunk.session_id) session = chunk.session_id;
+    if (chunk.kaos_approval) onApproval(chunk.kaos_approval);
     const delta = chunk?.choices?.[0]?.delta?.content;
     if (delta) { content += delta; onDelta(delta); }
   }

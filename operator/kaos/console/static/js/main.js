@@ -1,4 +1,4 @@
-// The console's router: #/ overview, #/graph, #/memory[/ns/agent[/session/id]], #/agent/ns/name,
+// The console's router: #/ overview, #/graph, #/approvals, #/memory[/ns/agent[/session/id]], #/agent/ns/name,
 // #/mcp/ns/name, #/modelapi/ns/name, #/trigger/ns/name. Each page is a module whose render(main, params)
 // returns a function that stops what it started (polls, requests).
 
@@ -12,10 +12,12 @@ import * as memory from './pages/memory.js';
 import * as mcp from './pages/mcp.js';
 import * as modelapi from './pages/modelapi.js';
 import * as trigger from './pages/trigger.js';
+import * as approvals from './pages/approvals.js';
 
 const ROUTES = [
   [/^#?\/?$/, overview, 'overview'],
   [/^#\/graph$/, graph, 'graph'],
+  [/^#\/approvals$/, approvals, 'approvals'],
   [/^#\/memory(?:\/([^/]+)\/([^/]+)(?:\/session\/([^/]+))?)?$/, memory, 'memory'],
   [/^#\/trigger\/([^/]+)\/([^/]+)$/, trigger, 'overview'],
   [/^#\/agent\/([^/]+)\/([^/]+)$/, agent, 'overview'],

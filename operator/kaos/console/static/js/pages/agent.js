@@ -4,6 +4,7 @@
 
 import { badge, h, pretty, replace } from '../dom.js';
 import { ApiError, getJSON, streamChat, workloadPath } from '../api.js';
+import { decisionControls, outcome, timeLeft } from '../approvals.js';
 import { cardUrl, isPeerUrl, matchPeer, splitAccess } from '../peers.js';
 import * as store from '../store.js';
 import { stepsList, turnEvents } from './steps.js';
@@ -81,6 +82,32 @@ export function render(main, namespace, name) {
     return h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(peer)}` }, peer);
   };
 
+  // A tool call of this turn waiting for a person: what waits, the time left, and the controls to
+  // decide it here (or on the approvals page). settle(words) once it no longer waits.
+  function waitingNotice(approval) {
+    const holder = approval.peer || name;
+    const held = { key: `${namespace}/${holder}/${approval.id}`, namespace, holder, via: name, approval };
+    const left = h('span', { class: 'nowrap' });
+    const state = h('span', {});
+    const controls = decisionControls(held, (updated) => settle(outcome(updated)));
+    const notice = h('div', { class: 'approval-wait', role: 'status', 'data-approval-wait': approval.id },
+      h('p', {}, h('strong', {}, 'Waiting for approval: '), h('code', {}, approval.tool),
+        holder !== name ? ` (in ${holder})` : '', ', ', left, ' left. ', state,
+        h('a', { href: '#/approvals' }, 'All pending approvals')),
+      h('pre', { class: 'arguments' }, pretty(approval.arguments ?? {})), controls);
+    const tick = () => { left.textContent = timeLeft(approval.expires_at) || 'unknown time'; };
+    tick();
+    const timer = setInterval(tick, 1000);
+    function settle(words) {
+      if (notice.dataset.settled !== undefined) return;
+      clearInterval(timer);
+      notice.dataset.settled = words;
+      replace(notice.firstChild, h('strong', {}, 'Approval: '), h('code', {}, approval.tool), ` ${words}.`);
+      controls.remove();
+    }
+    return { notice, settle };
+  }
+
   async function turn(text) {
     problem.textContent = '';
     log.append(h('li', { class: 'msg user' }, h('div', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
@@ -89,11 +116,20 @@ export function render(main, namespace, name) {
     log.append(message);
     log.scrollTop = log.scrollHeight;
     send.disabled = true;
+    const waits = [];
+    const settleAll = (words) => { for (const wait of waits) wait.settle(words); };
     try {
       const result = await streamChat(namespace, name, text, sessionId, (delta) => {
+        settleAll('decided: the answer goes on');
         answer.textContent += delta;
         log.scrollTop = log.scrollHeight;
-      }, controller.signal);
+      }, controller.signal, (approval) => {
+        const wait = waitingNotice(approval);
+        waits.push(wait);
+        message.append(wait.notice);
+        log.scrollTop = log.scrollHeight;
+      });
+      settleAll('decided');
       if (result.sessionId) { sessionId = result.sessionId; sessionStorage.setItem(sessionKey(namespace, name), sessionId); }
       showSession();
       message.dataset.done = 'true';
@@ -106,6 +142,7 @@ export function render(main, namespace, name) {
         if (error.name !== 'AbortError') message.append(h('p', { class: 'hint' }, `The steps of this turn could not be read: ${error.message}`));
       }
     } catch (error) {
+      settleAll('no longer waits: the answer stopped');
       if (error.name === 'AbortError') return;
       message.setAttribute('aria-busy', 'false');
       message.classList.add('failed');

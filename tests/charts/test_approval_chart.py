@@ -1,0 +1,51 @@
+"""The agent chart's ``approval`` values -> TOOL_APPROVAL_* env vars, rendered only when something is
+gated, from an Agent's spec.approval through the plan to the Deployment."""
+
+from kaos.reconcile import plan
+from kaos.settings import Settings
+from tests.charts.rendering import container, env_of, render, render_error
+from tests.reconcile.builders import agent, endpoint_of, mcpserver, modelapi
+from tests.reconcile.test_plan import observed_of
+
+BASE = {"name": "ops", "modelAPI": {"name": "llm", "url": "http://modelapi-llm.team.svc.cluster.local:8000"}}
+
+
+def approval_env(values: dict) -> dict:
+    env = env_of(container(render("agent", {**BASE, **values})))
+    return {name: value for name, value in env.items() if name.startswith("TOOL_APPROVAL_")}
+
+
+def test_no_approval_renders_no_variable():
+    assert approval_env({}) == {}
+    assert approval_env({"approval": {"tools": [], "fromAnnotations": False, "timeoutSeconds": 30}}) == {}
+
+
+def test_the_tools_joined_with_commas_and_every_setting():
+    env = approval_env({"approval": {"tools": ["delete_file", "mcp:files", "peer:worker", "*"],
+                                     "fromAnnotations": False, "timeoutSeconds": 90, "onTimeout": "proceed"}})
+    assert env == {"TOOL_APPROVAL_REQUIRED": "delete_file,mcp:files,peer:worker,*",
+                   "TOOL_APPROVAL_FROM_ANNOTATIONS": "false", "TOOL_APPROVAL_TIMEOUT_SECONDS": "90",
+                   "TOOL_APPROVAL_ON_TIMEOUT": "proceed"}
+
+
+def test_annotations_alone_leave_the_timeout_to_the_runtime_when_unset():
+    assert approval_env({"approval": {"fromAnnotations": True}}) == {"TOOL_APPROVAL_FROM_ANNOTATIONS": "true"}
+
+
+def test_a_users_env_wins():
+    env = approval_env({"approval": {"tools": ["x"]}, "env": [{"name": "TOOL_APPROVAL_REQUIRED", "value": "y"}]})
+    assert env["TOOL_APPROVAL_REQUIRED"] == "y"
+
+
+def test_an_agent_resource_renders_the_crd_defaults():
+    resource = agent(mcp=["files"], approval={"tools": ["mcp:files"]})
+    values = plan(resource, observed_of(modelapi(), mcpserver("files")), Settings(), endpoint_of).values
+    assert approval_env(values) == {"TOOL_APPROVAL_REQUIRED": "mcp:files", "TOOL_APPROVAL_FROM_ANNOTATIONS": "false",
+                                    "TOOL_APPROVAL_TIMEOUT_SECONDS": "600", "TOOL_APPROVAL_ON_TIMEOUT": "reject"}
+
+
+def test_the_schema_refuses_a_bad_approval_by_name():
+    for approval, named in (({"tools": ["two words"]}, "tools"), ({"timeoutSeconds": 0}, "timeoutSeconds"),
+                            ({"onTimeout": "wait"}, "onTimeout"), ({"approver": "me"}, "approver")):
+        message = render_error("agent", {**BASE, "approval": approval})
+        assert "schema" in message and named in message, message

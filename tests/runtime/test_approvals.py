@@ -1,0 +1,235 @@
+"""Approval before gated tool calls over real processes: an agent, a python-string MCP server and
+the mock model; the OpenAI API waiting while a call is pending, plain and streamed (with the
+``openai`` client), the decisions, the timeout rules, the audit events, auth and the errors."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+import pytest
+
+from tests.support.polling import wait_until
+
+from .approval_support import TOOLS, call, decide, native, pending, tool_messages
+from .conftest import agent_env, chat, events
+
+
+def kinds(agent, session: str) -> list[str]:
+    return [event["event_type"] for event in events(agent, session_id=session, limit=200)["events"]]
+
+
+@pytest.fixture(scope="module")
+def tools_server(start):
+    return start("mcp", "approval-tools", {"MCP_TOOLS_STRING": TOOLS})
+
+
+def gated_agent(start, mock_model, tools_server, name: str, **extra):
+    return start("agent", name, agent_env(
+        name, mock_model, MODEL_TOOL_CALLING="native", MCP_SERVERS="files",
+        MCP_SERVER_FILES_URL=tools_server.url + "/mcp", **extra))
+
+
+@pytest.fixture(scope="module")
+def agent(start, mock_model, tools_server):
+    return gated_agent(start, mock_model, tools_server, "gated", TOOL_APPROVAL_REQUIRED="delete_file")
+
+
+@pytest.fixture(autouse=True)
+def clean_model(mock_model):
+    mock_model.reset()
+
+
+@pytest.fixture
+def background():
+    with ThreadPoolExecutor(4) as pool:
+        yield pool
+
+
+def test_approved_call_runs_and_rejected_call_goes_back_to_the_model(agent, mock_model, background):
+    mock_model.script(native(call("delete_file", path="/tmp/a")), "Deleted it.")
+    answer = background.submit(chat, agent, "delete /tmp/a", session_id="approve-1")
+    [approval] = pending(agent, session_id="approve-1")
+    assert approval["tool"] == "delete_file" and approval["arguments"] == {"path": "/tmp/a"}
+    assert approval["status"] == "pending" and approval["session_id"] == "approve-1"
+    assert approval["agent"] == "gated" and approval["decided_by"] is None
+    assert approval["expires_at"] > approval["requested_at"]
+    assert "tool_call" not in kinds(agent, "approve-1")  # nothing ran yet
+    assert not answer.done()
+
+    decided = decide(agent, approval["id"], "approve", "looks fine")
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["status"] == "approved" and decided.json()["decided_by"] == "anonymous"
+    reply = answer.result(timeout=60)
+    assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == "Deleted it."
+    assert tool_messages(mock_model.requests()[-1]) == ["deleted /tmp/a"]
+    timeline = kinds(agent, "approve-1")
+    assert timeline.index("approval_requested") < timeline.index("approval_granted") < timeline.index("tool_call")
+    granted = next(e for e in events(agent, session_id="approve-1")["events"] if e["event_type"] == "approval_granted")
+    assert granted["content"]["approval_id"] == approval["id"] and granted["content"]["decided_by"] == "anonymous"
+    assert granted["content"]["reason"] == "looks fine"
+
+    mock_model.reset()
+    mock_model.script(native(call("delete_file", path="/etc")), "I was not allowed to.")
+    answer = background.submit(chat, agent, "delete /etc", session_id="reject-1")
+    [approval] = pending(agent, session_id="reject-1")
+    assert decide(agent, approval["id"], "reject", "never /etc").json()["status"] == "rejected"
+    assert answer.result(timeout=60).json()["choices"][0]["message"]["content"] == "I was not allowed to."
+    [result] = tool_messages(mock_model.requests()[-1])
+    assert "not run" in result and "never /etc" in result
+    timeline = kinds(agent, "reject-1")
+    assert "approval_rejected" in timeline and "tool_call" not in timeline
+    assert [a["id"] for a in httpx.get(agent.url + "/approvals").json()["approvals"]] == []  # none pending
+    listed = httpx.get(agent.url + "/approvals", params={"status": "all", "session_id": "reject-1"}).json()
+    assert [a["status"] for a in listed["approvals"]] == ["rejected"]
+
+
+def test_ungated_tool_runs_without_asking(agent, mock_model):
+    mock_model.script(native(call("read_file", path="/tmp/b")), "Read it.")
+    assert chat(agent, "read", session_id="free-1").json()["choices"][0]["message"]["content"] == "Read it."
+    assert "approval_requested" not in kinds(agent, "free-1")
+
+
+def test_two_calls_in_one_step_are_decided_one_by_one(agent, mock_model, background):
+    mock_model.script(native(call("delete_file", path="keep"), call("delete_file", path="drop"),
+                             call("read_file", path="r")), "Two of three.")
+    answer = background.submit(chat, agent, "two", session_id="two-1")
+    found = pending(agent, 2, session_id="two-1")
+    by_path = {a["arguments"]["path"]: a for a in found}
+    assert decide(agent, by_path["drop"]["id"], "reject", "no").status_code == 200
+    assert not answer.done()  # the other still waits
+    assert decide(agent, by_path["keep"]["id"], "approve").status_code == 200
+    assert answer.result(timeout=60).json()["choices"][0]["message"]["content"] == "Two of three."
+    results = tool_messages(mock_model.requests()[-1])
+    assert results[0] == "deleted keep" and "not run" in results[1] and results[2] == "contents of r"
+    tool_calls = [e["content"] for e in events(agent, session_id="two-1")["events"] if e["event_type"] == "tool_call"]
+    assert sorted(c["arguments"]["path"] for c in tool_calls) == ["keep", "r"]
+
+
+def test_unknown_and_decided_approvals_and_bad_bodies(agent, mock_model, background):
+    assert decide(agent, "apr-nothing", "approve").status_code == 404
+    mock_model.script(native(call("delete_file", path="x")), "ok")
+    answer = background.submit(chat, agent, "x", session_id="conflict-1")
+    [approval] = pending(agent, session_id="conflict-1")
+    for body in ({"decision": "maybe"}, ["approve"], {"decision": "approve", "reason": 3}):
+        refused = httpx.post(f"{agent.url}/approvals/{approval['id']}", json=body, timeout=10)
+        assert refused.status_code == 400 and refused.json()["detail"]
+    assert httpx.post(f"{agent.url}/approvals/{approval['id']}", content=b"{", timeout=10).status_code == 400
+    assert httpx.get(agent.url + "/approvals", params={"status": "nope"}).status_code == 400
+    assert decide(agent, approval["id"], "approve").status_code == 200
+    again = decide(agent, approval["id"], "reject")
+    assert again.status_code == 409 and again.json()["approval"]["status"] == "approved"
+    assert answer.result(timeout=60).status_code == 200
+
+
+def test_timeout_rejects_then_proceeds(start, mock_model, tools_server):
+    rejecting = gated_agent(start, mock_model, tools_server, "times-out", TOOL_APPROVAL_REQUIRED="delete_file",
+                            TOOL_APPROVAL_TIMEOUT_SECONDS="1")
+    mock_model.script(native(call("delete_file", path="t")), "Timed out.")
+    assert chat(rejecting, "t", session_id="timeout-1").json()["choices"][0]["message"]["content"] == "Timed out."
+    [result] = tool_messages(mock_model.requests()[-1])
+    assert "no decision within 1 s" in result and "not run" in result
+    timeline = kinds(rejecting, "timeout-1")
+    assert "approval_expired" in timeline and "tool_call" not in timeline
+    [expired] = httpx.get(rejecting.url + "/approvals", params={"status": "expired"}).json()["approvals"]
+    assert decide(rejecting, expired["id"], "approve").status_code == 409
+
+    mock_model.reset()
+    proceeding = gated_agent(start, mock_model, tools_server, "proceeds", TOOL_APPROVAL_REQUIRED="mcp:files",
+                             TOOL_APPROVAL_TIMEOUT_SECONDS="1", TOOL_APPROVAL_ON_TIMEOUT="proceed")
+    mock_model.script(native(call("read_file", path="p")), "Proceeded.")
+    assert chat(proceeding, "p", session_id="timeout-2").json()["choices"][0]["message"]["content"] == "Proceeded."
+    assert tool_messages(mock_model.requests()[-1]) == ["contents of p"]  # mcp:files gates read_file too
+    timeline = kinds(proceeding, "timeout-2")
+    assert timeline.index("approval_expired") < timeline.index("tool_call")
+
+
+def test_metrics_count_approvals_by_outcome(start, mock_model, tools_server, agent, background):
+    mock_model.script(native(call("delete_file", path="m")), "ok")
+    answer = background.submit(chat, agent, "m", session_id="metrics-1")
+    [approval] = pending(agent, session_id="metrics-1")
+    decide(agent, approval["id"], "reject")
+    answer.result(timeout=60)
+    text = httpx.get(agent.url + "/metrics").text
+    assert 'kaos_agent_approvals_total{outcome="rejected"}' in text
+    assert 'kaos_agent_approval_wait_seconds_count{outcome="rejected"}' in text
+
+
+def test_openai_client_plain_and_streamed(agent, mock_model, background):
+    client = openai.OpenAI(base_url=agent.url + "/v1", api_key="none", timeout=60)
+    mock_model.script(native(call("delete_file", path="o")), "Plain done.")
+    answer = background.submit(client.chat.completions.create, model="gated",
+                               messages=[{"role": "user", "content": "o"}], extra_body={"session_id": "openai-1"})
+    [approval] = pending(agent, session_id="openai-1")
+    decide(agent, approval["id"], "approve")
+    assert answer.result(timeout=60).choices[0].message.content == "Plain done."
+
+    mock_model.reset()
+    mock_model.script(native(call("delete_file", path="s")), "Streamed done.")
+
+    def streamed() -> list:
+        stream = client.chat.completions.create(model="gated", messages=[{"role": "user", "content": "s"}],
+                                                stream=True, extra_body={"session_id": "openai-2"})
+        return list(stream)
+
+    chunks = background.submit(streamed)
+    [approval] = pending(agent, session_id="openai-2")
+    decide(agent, approval["id"], "approve")
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks.result(timeout=60) if chunk.choices)
+    assert text == "Streamed done."
+
+
+def test_stream_announces_the_approval_once_and_keeps_alive(agent, mock_model, background):
+    mock_model.script(native(call("delete_file", path="sse")), "SSE done.")
+    body = {"model": "x", "stream": True, "session_id": "sse-1", "messages": [{"role": "user", "content": "sse"}]}
+    lines: list[str] = []
+
+    def read() -> None:
+        with httpx.stream("POST", agent.url + "/v1/chat/completions", json=body, timeout=60) as response:
+            for line in response.iter_lines():
+                lines.append(line)
+
+    done = background.submit(read)
+    [approval] = pending(agent, session_id="sse-1")
+    wait_until(lambda: f": approval pending {approval['id']}" in lines, 15, what="the keep-alive comment")
+    decide(agent, approval["id"], "approve")
+    done.result(timeout=60)
+    frames = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    announced = [frame for frame in frames if "kaos_approval" in frame]
+    assert len(announced) == 1 and announced[0]["kaos_approval"]["id"] == approval["id"]
+    assert announced[0]["choices"][0]["delta"] == {}
+    assert "".join(f["choices"][0]["delta"].get("content", "") for f in frames if f.get("choices")) == "SSE done."
+    assert lines[-1] == "data: [DONE]" or lines[-2] == "data: [DONE]"
+
+
+def test_decisions_need_a_key_when_auth_is_on(start, mock_model, tools_server, background):
+    key = "sk-approver-1"
+    secured = gated_agent(start, mock_model, tools_server, "secured", TOOL_APPROVAL_REQUIRED="delete_file",
+                          AUTH_API_KEYS=key)
+    headers = {"Authorization": f"Bearer {key}"}
+    mock_model.script(native(call("delete_file", path="k")), "Keyed.")
+    answer = background.submit(chat, secured, "k", session_id="auth-1", headers=headers)
+    [approval] = pending(secured, headers=headers, session_id="auth-1")
+    assert approval["requester"] == "key:1"
+    assert httpx.get(secured.url + "/approvals").status_code == 401
+    assert decide(secured, approval["id"], "approve").status_code == 401
+    assert decide(secured, approval["id"], "approve", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    decided = decide(secured, approval["id"], "approve", headers=headers)
+    assert decided.status_code == 200 and decided.json()["decided_by"] == "key:1"
+    assert answer.result(timeout=60).json()["choices"][0]["message"]["content"] == "Keyed."
+
+
+def test_the_contract_is_in_openapi(agent):
+    document = httpx.get(agent.url + "/openapi.json").json()
+    assert "get" in document["paths"]["/approvals"]
+    assert set(document["paths"]["/approvals/{approval_id}"]["post"]["responses"]) >= {"200", "400", "404", "409"}
+
+
+def test_bad_policy_is_refused_at_startup(start):
+    from tests.support.processes import wait_for_exit
+
+    agent = start("agent", "bad-policy", agent_env("bad-policy", TOOL_APPROVAL_ON_TIMEOUT="later"), ready=False)
+    assert wait_for_exit(agent) == 2
+    assert "TOOL_APPROVAL_ON_TIMEOUT must be 'reject' or 'proceed'" in agent.log()
