@@ -3,6 +3,7 @@ gated, from an Agent's spec.approval through the plan to the Deployment."""
 
 from kaos.reconcile import plan
 from kaos.settings import Settings
+from kaos_runtime.core.settings import ApprovalSettings
 from tests.charts.rendering import container, env_of, render, render_error
 from tests.reconcile.builders import agent, endpoint_of, mcpserver, modelapi
 from tests.reconcile.test_plan import observed_of
@@ -37,11 +38,16 @@ def test_a_users_env_wins():
     assert env["TOOL_APPROVAL_REQUIRED"] == "y"
 
 
-def test_an_agent_resource_renders_the_crd_defaults():
-    resource = agent(mcp=["files"], approval={"tools": ["mcp:files"]})
-    values = plan(resource, observed_of(modelapi(), mcpserver("files")), Settings(), endpoint_of).values
-    assert approval_env(values) == {"TOOL_APPROVAL_REQUIRED": "mcp:files", "TOOL_APPROVAL_FROM_ANNOTATIONS": "false",
-                                    "TOOL_APPROVAL_TIMEOUT_SECONDS": "600", "TOOL_APPROVAL_ON_TIMEOUT": "reject"}
+def test_an_agent_resource_renders_the_crd_defaults_and_the_runtime_reads_them():
+    resource = agent(mcp=["files"], access=["worker"],
+                     approval={"tools": ["mcp:files", "peer:*", "delete_file"], "onTimeout": "proceed"})
+    observed = observed_of(modelapi(), mcpserver("files"), agent("worker"))
+    env = approval_env(plan(resource, observed, Settings(), endpoint_of).values)
+    assert env == {"TOOL_APPROVAL_REQUIRED": "mcp:files,peer:*,delete_file", "TOOL_APPROVAL_FROM_ANNOTATIONS": "false",
+                   "TOOL_APPROVAL_TIMEOUT_SECONDS": "600", "TOOL_APPROVAL_ON_TIMEOUT": "proceed"}
+    runtime = ApprovalSettings.from_env(env)
+    assert (runtime.required, runtime.from_annotations, runtime.timeout_seconds, runtime.on_timeout) == (
+        ("mcp:files", "peer:*", "delete_file"), False, 600, "proceed")
 
 
 def test_the_schema_refuses_a_bad_approval_by_name():

@@ -7,6 +7,7 @@ from kaos import crds
 from kaos.api import API_VERSION
 from kaos.reconcile import plan
 from kaos.settings import Settings
+from kaos_runtime.core.settings import ApprovalSettings
 from tests.reconcile.builders import agent, endpoint_of, mcpserver, modelapi
 
 from .test_plan import observed_of
@@ -89,3 +90,12 @@ def test_a_peer_reached_by_url_may_be_named_by_its_card():
     resource = agent(access=["https://agents.example.com/travel"], approval={"tools": ["peer:travel-agent"]})
     result = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of)
     assert result.phase == "Deploy", result.message
+
+
+def test_the_runtimes_defaults_are_the_crds():
+    """The chart leaves the timeout and onTimeout to the runtime when its values do not set them."""
+    schema = crds.load_schemas(SETTINGS.crd_dir)["Agent"]["properties"]["spec"]["properties"]["approval"]["properties"]
+    runtime = ApprovalSettings()
+    assert (runtime.timeout_seconds, runtime.on_timeout, runtime.from_annotations, runtime.required) == (
+        schema["timeoutSeconds"]["default"], schema["onTimeout"]["default"], schema["fromAnnotations"]["default"],
+        tuple(schema["tools"]["default"]))

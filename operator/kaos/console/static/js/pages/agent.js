@@ -83,13 +83,14 @@ export function render(main, namespace, name) {
   };
 
   // A tool call of this turn waiting for a person: what waits, the time left, and the controls to
-  // decide it here (or on the approvals page). settle(words) once it no longer waits.
+  // decide it here (or on the approvals page). settle(words) once it no longer waits; the outcome
+  // of a decision made here replaces what the stream said first (it may go on before the POST returns).
   function waitingNotice(approval) {
     const holder = approval.peer || name;
     const held = { key: `${namespace}/${holder}/${approval.id}`, namespace, holder, via: name, approval };
     const left = h('span', { class: 'nowrap' });
     const state = h('span', {});
-    const controls = decisionControls(held, (updated) => settle(outcome(updated)));
+    const controls = decisionControls(held, (updated) => settle(outcome(updated), true));
     const notice = h('div', { class: 'approval-wait', role: 'status', 'data-approval-wait': approval.id },
       h('p', {}, h('strong', {}, 'Waiting for approval: '), h('code', {}, approval.tool),
         holder !== name ? ` (in ${holder})` : '', ', ', left, ' left. ', state,
@@ -98,8 +99,8 @@ export function render(main, namespace, name) {
     const tick = () => { left.textContent = timeLeft(approval.expires_at) || 'unknown time'; };
     tick();
     const timer = setInterval(tick, 1000);
-    function settle(words) {
-      if (notice.dataset.settled !== undefined) return;
+    function settle(words, known = false) {
+      if (notice.dataset.settled !== undefined && !known) return;
       clearInterval(timer);
       notice.dataset.settled = words;
       replace(notice.firstChild, h('strong', {}, 'Approval: '), h('code', {}, approval.tool), ` ${words}.`);
