@@ -1,7 +1,17 @@
 """CRDs that upgrade with the chart: an installation of the previous platform chart (commit
-d769c49, CRDs in crds/, which Helm never upgrades) with the quickstart's resources Ready is
-upgraded to this chart with a CRD schema change (a new optional Agent field), which a resource
-uses after the upgrade; nothing is lost, everything stays Ready, and `helm rollback` works."""
+d769c49, CRDs in crds/, which Helm never upgrades) with the quickstart's resources Ready and
+their memory in the platform's Redis is upgraded to this chart with a CRD schema change (a new
+optional Agent field), which a resource uses after the upgrade, and with new versions of the
+workload charts, which the upgraded operator rolls out to every release. Nothing is lost, no
+resource is un-Ready for longer than its Deployment's rolling update (measured by polling them
+through the upgrade), the agents keep their memory's address, and `helm rollback` works.
+
+What kwok cannot show: a conversation continuing across the upgrade. Its nodes run no
+containers (a pod is Running and Ready by status alone), so no agent process and no Redis
+process hold a session here. The test checks what a session depends on in the cluster (each
+agent's Redis URL and key prefix are the same after the upgrade, the Redis Deployment's pod
+template is not changed by an upgrade of this chart: tests/charts/test_platform_chart.py), and
+tests/runtime/test_redis_memory.py shows a session continuing on another runtime process."""
 
 from __future__ import annotations
 
@@ -12,16 +22,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaos.api import AGENT
+from kaos.api import AGENT, CHART_OF, KINDS
 from tests.cluster.platform import CHARTS, NAMESPACE, RELEASE, helm, resource, start_operator, wait_ready
 from tests.cluster.test_reconcile import EXAMPLES, manifests
 from tests.gitops.platform import KAOS_CRDS, crd, remove_platform, wait_operator_available
+from tests.gitops.readiness import INTERVAL, ReadinessWatch, is_rolled_out
 from tests.gitops.tools import ROOT
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.cluster
 
 PREVIOUS = "d769c49"  # the last commit whose platform chart shipped its CRDs in crds/
 QUICKSTART = EXAMPLES / "quickstart"
+WORKLOAD_CHARTS = ("agent", "modelapi", "mcpserver")
+MEMORY = ("--set", "memory.redis.deploy=true", "--set", "memory.backend=redis")  # every install and upgrade
+MEMORY_ENV = ("MEMORY_BACKEND", "REDIS_URL", "MEMORY_KEY_PREFIX")
+# How much later than its Deployment's rollout a resource may turn Ready again: the operator
+# hears of the Deployment's status by its watch and writes the resource's status after it.
+STATUS_LAG = 3.0
+BLIND = 5.0  # the longest the watch may go without an answer (429s while the Agent CRD changes)
 
 
 def previous_chart(folder: Path) -> Path:
@@ -31,8 +50,9 @@ def previous_chart(folder: Path) -> Path:
     return folder / "charts" / "kaos"
 
 
-def charts_with_a_new_agent_field(folder: Path) -> Path:
-    """This checkout's charts, the Agent CRD with one more optional field: spec.owner."""
+def charts_with_a_new_agent_field(folder: Path) -> tuple[Path, dict[str, str]]:
+    """This checkout's charts as a next release: the Agent CRD with one more optional field
+    (spec.owner), and each workload chart at its next patch version; and those versions."""
     charts = folder / "charts"
     shutil.copytree(CHARTS, charts)
     path = charts / "kaos" / "files" / "crds" / "agent.yaml"
@@ -40,7 +60,15 @@ def charts_with_a_new_agent_field(folder: Path) -> Path:
     spec = agent["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["owner"] = {"type": "string", "description": "Who answers for this agent."}
     path.write_text(yaml.safe_dump(agent, sort_keys=False))
-    return charts
+    return charts, {chart: next_patch_version(charts / chart / "Chart.yaml") for chart in WORKLOAD_CHARTS}
+
+
+def next_patch_version(chart_yaml: Path) -> str:
+    version = yaml.safe_load(chart_yaml.read_text())["version"]
+    major, minor, patch = version.split(".")
+    bumped = f"{major}.{minor}.{int(patch) + 1}"
+    chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {version}\n", f"version: {bumped}\n", 1))
+    return bumped
 
 
 def agent_fields(plane) -> set[str]:
@@ -53,14 +81,35 @@ def wait_all_ready(plane, namespace: str) -> None:
         wait_ready(plane, item["kind"], item["metadata"]["name"], namespace, timeout=90)
 
 
+def deployment(plane, namespace: str, kind: str, name: str) -> dict:
+    return plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{ReadinessWatch.deployment_of(kind, name)}")
+
+
+def memory_env(plane, namespace: str, name: str) -> dict[str, str]:
+    """Where the agent's sessions live: its memory backend, Redis URL and key prefix."""
+    container = deployment(plane, namespace, AGENT, name)["spec"]["template"]["spec"]["containers"][0]
+    return {env["name"]: env.get("value") for env in container["env"] if env["name"] in MEMORY_ENV}
+
+
+def rolled_to(plane, namespace: str, versions: dict[str, str]) -> bool:
+    """Every quickstart Deployment runs its chart's new version and has rolled out."""
+    for item in manifests(QUICKSTART):
+        found = deployment(plane, namespace, item["kind"], item["metadata"]["name"])
+        chart = CHART_OF[item["kind"]]
+        labels = found["spec"]["template"]["metadata"]["labels"]
+        if labels["helm.sh/chart"] != f"{chart}-{versions[chart]}" or not is_rolled_out(found):
+            return False
+    return True
+
+
 def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gitops_cluster, tmp_path):
     plane = gitops_cluster
     remove_platform(plane)
     old_chart = previous_chart(tmp_path / "previous")
     assert (old_chart / "crds").is_dir()
-    charts = charts_with_a_new_agent_field(tmp_path / "next")
+    charts, versions = charts_with_a_new_agent_field(tmp_path / "next")
     namespace = "upgrade"
-    helm(plane, "install", RELEASE, str(old_chart), "--namespace", NAMESPACE, "--create-namespace")
+    helm(plane, "install", RELEASE, str(old_chart), "--namespace", NAMESPACE, "--create-namespace", *MEMORY)
     operator = None
     try:
         wait_operator_available(plane)
@@ -69,19 +118,36 @@ def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gi
         plane.kubectl("apply", "-n", namespace, "-f", str(QUICKSTART))
         wait_all_ready(plane, namespace)
         assert "owner" not in agent_fields(plane)
+        agents = [item["metadata"]["name"] for item in manifests(QUICKSTART) if item["kind"] == AGENT]
+        memory = {name: memory_env(plane, namespace, name) for name in agents}
+        assert all(env["MEMORY_BACKEND"] == "redis" and env["REDIS_URL"] for env in memory.values()), memory
 
-        refused = helm(plane, "upgrade", RELEASE, str(charts / "kaos"), "-n", NAMESPACE, check=False)
-        assert refused.returncode != 0 and "invalid ownership metadata" in refused.stderr, refused.stderr
-        helm(plane, "upgrade", RELEASE, str(charts / "kaos"), "-n", NAMESPACE, "--take-ownership")
-        for name in KAOS_CRDS:
-            annotations = crd(plane, name)["metadata"]["annotations"]
-            assert annotations["helm.sh/resource-policy"] == "keep"
-            assert annotations["meta.helm.sh/release-name"] == RELEASE, annotations
-        assert "owner" in agent_fields(plane)
-        wait_operator_available(plane)
-        operator.stop()  # the new operator pod, with the new chart's CRD copy
-        operator = start_operator(plane, name="operator-upgraded", charts_dir=charts)
-        wait_all_ready(plane, namespace)
+        with ReadinessWatch(plane, namespace, KINDS) as watch:
+            refused = helm(plane, "upgrade", RELEASE, str(charts / "kaos"), "-n", NAMESPACE, *MEMORY, check=False)
+            assert refused.returncode != 0 and "invalid ownership metadata" in refused.stderr, refused.stderr
+            helm(plane, "upgrade", RELEASE, str(charts / "kaos"), "-n", NAMESPACE, "--take-ownership", *MEMORY)
+            for name in KAOS_CRDS:
+                annotations = crd(plane, name)["metadata"]["annotations"]
+                assert annotations["helm.sh/resource-policy"] == "keep"
+                assert annotations["meta.helm.sh/release-name"] == RELEASE, annotations
+            assert "owner" in agent_fields(plane)
+            wait_operator_available(plane)
+            operator.stop()  # the new operator pod, with the new chart's CRD copy and workload charts
+            operator = start_operator(plane, name="operator-upgraded", charts_dir=charts)
+            wait_until(lambda: rolled_to(plane, namespace, versions), 120, interval=0.2,
+                       what="every release of the quickstart rolled out with its new chart version")
+            wait_all_ready(plane, namespace)
+
+        assert watch.errors == [] and watch.samples > 10 and watch.blind <= BLIND, (watch.samples, watch.blind, watch.errors)
+        unready, rollouts = watch.unready.longest(), watch.rollouts.longest()
+        print(f"\nlongest un-Ready (s): {unready}\nlongest rollout (s): {rollouts}\nsamples {watch.samples}, blind {watch.blind:.1f} s")
+        for item in manifests(QUICKSTART):
+            kind, name = item["kind"], item["metadata"]["name"]
+            deployment_name = ReadinessWatch.deployment_of(kind, name)
+            assert len(watch.generations[deployment_name]) > 1, f"{deployment_name} did not roll"
+            assert unready[(kind, name)] <= rollouts[(deployment_name,)] + STATUS_LAG + INTERVAL, \
+                f"{kind} {name} un-Ready for {unready[(kind, name)]:.1f} s, its rollout took {rollouts[(deployment_name,)]:.1f} s"
+        assert {name: memory_env(plane, namespace, name) for name in agents} == memory
 
         worker = next(item for item in manifests(QUICKSTART) if item["kind"] == AGENT)["metadata"]["name"]
         plane.kubectl("patch", "agent", worker, "-n", namespace, "--type", "merge", "-p", '{"spec": {"owner": "team-a"}}')
