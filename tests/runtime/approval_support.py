@@ -6,6 +6,8 @@ import httpx
 
 from tests.support.polling import wait_until
 
+from .conftest import agent_env
+
 TOOLS = '''
 def delete_file(path: str) -> str:
     """Deletes a file (pretend)."""
@@ -15,6 +17,13 @@ def read_file(path: str) -> str:
     """Reads a file (pretend)."""
     return "contents of " + path
 '''
+
+
+def gated_env(name: str, model, tools_server, **extra) -> dict:
+    """An agent whose MCP server ``files`` is ``tools_server``, gating delete_file unless ``extra`` says otherwise."""
+    return agent_env(name, model, MODEL_TOOL_CALLING="native", MCP_SERVERS="files",
+                     MCP_SERVER_FILES_URL=tools_server.url + "/mcp",
+                     **{"TOOL_APPROVAL_REQUIRED": "delete_file", **extra})
 
 
 def call(name: str, **arguments) -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.polling import wait_until
 
-from .approval_support import TOOLS, call, decide, native, pending, tool_messages
+from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
 from .conftest import agent_env, chat, events
 
 
@@ -27,9 +27,7 @@ def tools_server(start):
 
 
 def gated_agent(start, mock_model, tools_server, name: str, **extra):
-    return start("agent", name, agent_env(
-        name, mock_model, MODEL_TOOL_CALLING="native", MCP_SERVERS="files",
-        MCP_SERVER_FILES_URL=tools_server.url + "/mcp", **extra))
+    return start("agent", name, gated_env(name, mock_model, tools_server, **extra))
 
 
 @pytest.fixture(scope="module")

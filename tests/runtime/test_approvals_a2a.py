@@ -14,8 +14,8 @@ from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
 from kaos_runtime.protocols.a2a_approvals import TaskDecision, decision_of
 from tests.support.polling import eventually
 
-from .approval_support import TOOLS, call, decide, native, pending, tool_messages
-from .conftest import agent_env, events
+from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
+from .conftest import events
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +25,7 @@ def tools_server(start):
 
 @pytest.fixture(scope="module")
 def agent(start, mock_model, tools_server):
-    return start("agent", "a2a-gated", agent_env(
-        "a2a-gated", mock_model, MODEL_TOOL_CALLING="native", MCP_SERVERS="files",
-        MCP_SERVER_FILES_URL=tools_server.url + "/mcp", TOOL_APPROVAL_REQUIRED="delete_file"))
+    return start("agent", "a2a-gated", gated_env("a2a-gated", mock_model, tools_server))
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ import pytest
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 
-from .approval_support import TOOLS, call, decide, native, pending, tool_messages
-from .conftest import agent_env, chat, events
+from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
+from .conftest import chat, events
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +28,9 @@ def redis_server(tmp_path_factory):
     server.stop()
 
 
-def env(name, mock_model, tools_server, **extra) -> dict:
-    return agent_env(name, mock_model, MODEL_TOOL_CALLING="native", MCP_SERVERS="files",
-                     MCP_SERVER_FILES_URL=tools_server.url + "/mcp", TOOL_APPROVAL_REQUIRED="delete_file", **extra)
-
-
 def test_restart_while_pending_on_redis_resumes_the_run(start, mock_model, tools_server, redis_server):
     mock_model.reset()
-    settings = env("durable", mock_model, tools_server, MEMORY_BACKEND="redis", REDIS_URL=redis_server.url,
+    settings = gated_env("durable", mock_model, tools_server, MEMORY_BACKEND="redis", REDIS_URL=redis_server.url,
                    MEMORY_KEY_PREFIX="kaos:test:durable")
     first = start("agent", "durable", settings)
     mock_model.script(native(call("delete_file", path="/srv/old")), "Resumed and deleted.")
@@ -66,7 +61,7 @@ def test_restart_while_pending_on_redis_resumes_the_run(start, mock_model, tools
 
 def test_restart_while_pending_on_local_memory_answers_the_caller_with_an_error(start, mock_model, tools_server):
     mock_model.reset()
-    agent = start("agent", "volatile", env("volatile", mock_model, tools_server))
+    agent = start("agent", "volatile", gated_env("volatile", mock_model, tools_server))
     mock_model.script(native(call("delete_file", path="/srv/x")), "never")
     with ThreadPoolExecutor(1) as pool:
         answer = pool.submit(chat, agent, "x", session_id="lost-1")

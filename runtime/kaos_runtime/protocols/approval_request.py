@@ -45,3 +45,8 @@ def parse_decision(body: bytes) -> Decision:
     if len(reason) > MAX_REASON:
         raise BadRequest(400, f"reason is longer than {MAX_REASON} characters")
     return Decision(decision, reason.strip())
+
+
+def parse_hops(raw: str | None) -> int:
+    """``X-KAOS-Approval-Hops``: how many coordinators passed this request on (absent or bad: 0)."""
+    return int(raw) if raw is not None and raw.strip().isdigit() and len(raw.strip()) < 4 else 0
