@@ -139,6 +139,21 @@ def test_timeout_rejects_then_proceeds(start, mock_model, approval_tools):
     assert timeline.index("approval_expired") < timeline.index("tool_call")
 
 
+def test_tools_annotated_destructive_are_gated(start, mock_model, approval_tools):
+    hinted = gated_agent(start, mock_model, approval_tools, "hinted", TOOL_APPROVAL_REQUIRED="",
+                         TOOL_APPROVAL_FROM_ANNOTATIONS="true", TOOL_APPROVAL_TIMEOUT_SECONDS="1")
+    mock_model.script(native(call("wipe", path="/dev/x"), call("read_file", path="r"), call("delete_file", path="d")),
+                      "Some ran.")
+    assert chat(hinted, "wipe", session_id="hints-1").json()["choices"][0]["message"]["content"] == "Some ran."
+    wiped, read, deleted = tool_messages(mock_model.requests()[-1])
+    assert "not run" in wiped  # destructiveHint: asked, and nobody answered within 1 s
+    assert read == "contents of r"  # readOnlyHint wins over destructiveHint
+    assert deleted == "deleted d"  # no annotations: not gated
+    requested = [e["content"]["tool"] for e in events(hinted, session_id="hints-1")["events"]
+                 if e["event_type"] == "approval_requested"]
+    assert requested == ["wipe"]
+
+
 def test_metrics_count_approvals_by_outcome(start, mock_model, approval_tools, agent, background):
     mock_model.script(native(call("delete_file", path="m")), "ok")
     answer = background.submit(chat, agent, "m", session_id="metrics-1")
