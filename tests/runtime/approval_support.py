@@ -16,6 +16,13 @@ def delete_file(path: str) -> str:
 def read_file(path: str) -> str:
     """Reads a file (pretend)."""
     return "contents of " + path
+
+def wipe(path: str) -> str:
+    """Wipes a disk (pretend); its MCP annotations say it destroys."""
+    return "wiped " + path
+
+wipe.mcp_annotations = {"destructiveHint": True}
+read_file.mcp_annotations = {"readOnlyHint": True, "destructiveHint": True}
 '''
 
 

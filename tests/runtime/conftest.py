@@ -64,6 +64,14 @@ def start(log_dir):
         service.stop()
 
 
+@pytest.fixture(scope="module")
+def approval_tools(start):
+    """A python-string MCP server with delete_file and read_file (tests/runtime/approval_support.py)."""
+    from .approval_support import TOOLS
+
+    return start("mcp", "approval-tools", {"MCP_TOOLS_STRING": TOOLS})
+
+
 def agent_env(name: str, model: MockModel | None = None, **extra) -> dict:
     env = {"AGENT_NAME": name, "AGENT_LOG_LEVEL": "INFO", "MODEL_NAME": "ollama/smollm2:135m"}
     if model is not None:

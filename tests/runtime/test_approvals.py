@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.polling import wait_until
 
-from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
+from .approval_support import call, decide, gated_env, native, pending, tool_messages
 from .conftest import agent_env, chat, events
 
 
@@ -21,18 +21,13 @@ def kinds(agent, session: str) -> list[str]:
     return [event["event_type"] for event in events(agent, session_id=session, limit=200)["events"]]
 
 
-@pytest.fixture(scope="module")
-def tools_server(start):
-    return start("mcp", "approval-tools", {"MCP_TOOLS_STRING": TOOLS})
-
-
-def gated_agent(start, mock_model, tools_server, name: str, **extra):
-    return start("agent", name, gated_env(name, mock_model, tools_server, **extra))
+def gated_agent(start, mock_model, approval_tools, name: str, **extra):
+    return start("agent", name, gated_env(name, mock_model, approval_tools, **extra))
 
 
 @pytest.fixture(scope="module")
-def agent(start, mock_model, tools_server):
-    return gated_agent(start, mock_model, tools_server, "gated", TOOL_APPROVAL_REQUIRED="delete_file")
+def agent(start, mock_model, approval_tools):
+    return gated_agent(start, mock_model, approval_tools, "gated", TOOL_APPROVAL_REQUIRED="delete_file")
 
 
 @pytest.fixture(autouse=True)
@@ -122,8 +117,8 @@ def test_unknown_and_decided_approvals_and_bad_bodies(agent, mock_model, backgro
     assert answer.result(timeout=60).status_code == 200
 
 
-def test_timeout_rejects_then_proceeds(start, mock_model, tools_server):
-    rejecting = gated_agent(start, mock_model, tools_server, "times-out", TOOL_APPROVAL_REQUIRED="delete_file",
+def test_timeout_rejects_then_proceeds(start, mock_model, approval_tools):
+    rejecting = gated_agent(start, mock_model, approval_tools, "times-out", TOOL_APPROVAL_REQUIRED="delete_file",
                             TOOL_APPROVAL_TIMEOUT_SECONDS="1")
     mock_model.script(native(call("delete_file", path="t")), "Timed out.")
     assert chat(rejecting, "t", session_id="timeout-1").json()["choices"][0]["message"]["content"] == "Timed out."
@@ -135,7 +130,7 @@ def test_timeout_rejects_then_proceeds(start, mock_model, tools_server):
     assert decide(rejecting, expired["id"], "approve").status_code == 409
 
     mock_model.reset()
-    proceeding = gated_agent(start, mock_model, tools_server, "proceeds", TOOL_APPROVAL_REQUIRED="mcp:files",
+    proceeding = gated_agent(start, mock_model, approval_tools, "proceeds", TOOL_APPROVAL_REQUIRED="mcp:files",
                              TOOL_APPROVAL_TIMEOUT_SECONDS="1", TOOL_APPROVAL_ON_TIMEOUT="proceed")
     mock_model.script(native(call("read_file", path="p")), "Proceeded.")
     assert chat(proceeding, "p", session_id="timeout-2").json()["choices"][0]["message"]["content"] == "Proceeded."
@@ -144,7 +139,22 @@ def test_timeout_rejects_then_proceeds(start, mock_model, tools_server):
     assert timeline.index("approval_expired") < timeline.index("tool_call")
 
 
-def test_metrics_count_approvals_by_outcome(start, mock_model, tools_server, agent, background):
+def test_tools_annotated_destructive_are_gated(start, mock_model, approval_tools):
+    hinted = gated_agent(start, mock_model, approval_tools, "hinted", TOOL_APPROVAL_REQUIRED="",
+                         TOOL_APPROVAL_FROM_ANNOTATIONS="true", TOOL_APPROVAL_TIMEOUT_SECONDS="1")
+    mock_model.script(native(call("wipe", path="/dev/x"), call("read_file", path="r"), call("delete_file", path="d")),
+                      "Some ran.")
+    assert chat(hinted, "wipe", session_id="hints-1").json()["choices"][0]["message"]["content"] == "Some ran."
+    wiped, read, deleted = tool_messages(mock_model.requests()[-1])
+    assert "not run" in wiped  # destructiveHint: asked, and nobody answered within 1 s
+    assert read == "contents of r"  # readOnlyHint wins over destructiveHint
+    assert deleted == "deleted d"  # no annotations: not gated
+    requested = [e["content"]["tool"] for e in events(hinted, session_id="hints-1")["events"]
+                 if e["event_type"] == "approval_requested"]
+    assert requested == ["wipe"]
+
+
+def test_metrics_count_approvals_by_outcome(start, mock_model, approval_tools, agent, background):
     mock_model.script(native(call("delete_file", path="m")), "ok")
     answer = background.submit(chat, agent, "m", session_id="metrics-1")
     [approval] = pending(agent, session_id="metrics-1")
@@ -202,9 +212,9 @@ def test_stream_announces_the_approval_once_and_keeps_alive(agent, mock_model, b
     assert lines[-1] == "data: [DONE]" or lines[-2] == "data: [DONE]"
 
 
-def test_decisions_need_a_key_when_auth_is_on(start, mock_model, tools_server, background):
+def test_decisions_need_a_key_when_auth_is_on(start, mock_model, approval_tools, background):
     key = "sk-approver-1"
-    secured = gated_agent(start, mock_model, tools_server, "secured", TOOL_APPROVAL_REQUIRED="delete_file",
+    secured = gated_agent(start, mock_model, approval_tools, "secured", TOOL_APPROVAL_REQUIRED="delete_file",
                           AUTH_API_KEYS=key)
     headers = {"Authorization": f"Bearer {key}"}
     mock_model.script(native(call("delete_file", path="k")), "Keyed.")

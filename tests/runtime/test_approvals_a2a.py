@@ -11,21 +11,16 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_data_parts, get_message_text, new_text_message
 from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
 
-from kaos_runtime.protocols.a2a_approvals import TaskDecision, decision_of
+from kaos_runtime.protocols.waiting_run import TaskDecision, decision_of
 from tests.support.polling import eventually
 
-from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
+from .approval_support import call, decide, gated_env, native, pending, tool_messages
 from .conftest import events
 
 
 @pytest.fixture(scope="module")
-def tools_server(start):
-    return start("mcp", "a2a-approval-tools", {"MCP_TOOLS_STRING": TOOLS})
-
-
-@pytest.fixture(scope="module")
-def agent(start, mock_model, tools_server):
-    return start("agent", "a2a-gated", gated_env("a2a-gated", mock_model, tools_server))
+def agent(start, mock_model, approval_tools):
+    return start("agent", "a2a-gated", gated_env("a2a-gated", mock_model, approval_tools))
 
 
 @pytest.fixture(autouse=True)

@@ -11,18 +11,13 @@ import pytest
 
 from tests.support.polling import wait_until
 
-from .approval_support import TOOLS, approvals, call, decide, gated_env, native, pending
+from .approval_support import approvals, call, decide, gated_env, native, pending
 from .conftest import agent_env, chat, events
 
 
 @pytest.fixture(scope="module")
-def tools_server(start):
-    return start("mcp", "delegation-approval-tools", {"MCP_TOOLS_STRING": TOOLS})
-
-
-@pytest.fixture(scope="module")
-def worker(start, mock_model, tools_server):
-    return start("agent", "aworker", gated_env("aworker", mock_model, tools_server))
+def worker(start, mock_model, approval_tools):
+    return start("agent", "aworker", gated_env("aworker", mock_model, approval_tools))
 
 
 def coordinator(start, mock_model, worker, name: str, **extra):

@@ -12,13 +12,8 @@ import pytest
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 
-from .approval_support import TOOLS, call, decide, gated_env, native, pending, tool_messages
+from .approval_support import call, decide, gated_env, native, pending, tool_messages
 from .conftest import chat, events
-
-
-@pytest.fixture(scope="module")
-def tools_server(start):
-    return start("mcp", "restart-tools", {"MCP_TOOLS_STRING": TOOLS})
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +23,9 @@ def redis_server(tmp_path_factory):
     server.stop()
 
 
-def test_restart_while_pending_on_redis_resumes_the_run(start, mock_model, tools_server, redis_server):
+def test_restart_while_pending_on_redis_resumes_the_run(start, mock_model, approval_tools, redis_server):
     mock_model.reset()
-    settings = gated_env("durable", mock_model, tools_server, MEMORY_BACKEND="redis", REDIS_URL=redis_server.url,
+    settings = gated_env("durable", mock_model, approval_tools, MEMORY_BACKEND="redis", REDIS_URL=redis_server.url,
                    MEMORY_KEY_PREFIX="kaos:test:durable")
     first = start("agent", "durable", settings)
     mock_model.script(native(call("delete_file", path="/srv/old")), "Resumed and deleted.")
@@ -59,9 +54,9 @@ def test_restart_while_pending_on_redis_resumes_the_run(start, mock_model, tools
     assert redis_server.keys("kaos:test:durable:run*") == []  # the journal is gone once the run went on
 
 
-def test_restart_while_pending_on_local_memory_answers_the_caller_with_an_error(start, mock_model, tools_server):
+def test_restart_while_pending_on_local_memory_answers_the_caller_with_an_error(start, mock_model, approval_tools):
     mock_model.reset()
-    agent = start("agent", "volatile", gated_env("volatile", mock_model, tools_server))
+    agent = start("agent", "volatile", gated_env("volatile", mock_model, approval_tools))
     mock_model.script(native(call("delete_file", path="/srv/x")), "never")
     with ThreadPoolExecutor(1) as pool:
         answer = pool.submit(chat, agent, "x", session_id="lost-1")

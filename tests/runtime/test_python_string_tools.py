@@ -22,3 +22,13 @@ def test_load_tools_keeps_helpers_and_imports_visible():
 def test_load_tools_errors_name_the_line(source, message):
     with pytest.raises(ToolsSourceError, match=message):
         load_tools(source)
+
+
+def test_wrong_mcp_annotations_stop_the_server_in_one_line():
+    from kaos_runtime.mcp_server.server import create_mcp_app
+
+    source = 'def f() -> str:\n    return "x"\n\nf.mcp_annotations = {"destructiveHint": "very"}\n'
+    with pytest.raises(ToolsSourceError) as refused:
+        create_mcp_app(source, "n", "/mcp")
+    assert "f.mcp_annotations is not valid (destructiveHint:" in str(refused.value)
+    assert "\n" not in str(refused.value)

@@ -12,7 +12,7 @@ streamed and the answer's text goes to the sink as it is produced (``step_gate.S
 A call the approval policy gates (``TOOL_APPROVAL_*``) first asks the ``ApprovalGate`` whether
 it may run and waits for the decision; a refused call's result, given to the model, says why.
 The actions of one step wait and run concurrently, each for its own decision. With a durable
-approval store (Redis) a step that waits is journaled (``RunSnapshot``): when the process stops
+approval store (Redis) a step that waits is journaled (``RunState.snapshot``): when the process stops
 meanwhile, another process resumes the run (``Agent.resume``) once the call is decided.
 """
 
@@ -307,8 +307,9 @@ class Agent:
             return self.approvals.gates_tool(action.tool)
         return isinstance(action, Delegation) and self.approvals.gates_peer(action.agent)
 
-    async def _admit(self, tool: str, arguments: dict, gated: bool, where: Where) -> Verdict:
-        if not gated:
+    async def _admit(self, action: Action, tool: str, arguments: dict, where: Where) -> Verdict:
+        """May the action run? At once when the policy does not gate it; else once a person says so."""
+        if self.approvals is None or not self._gated(action):
             return ALLOWED
         return await self.approvals.admit(tool, arguments, where)
 
@@ -325,7 +326,7 @@ class Agent:
                        f"This call could not be used: {action.problem}")
 
     async def _call_tool(self, call: ToolCall, session: str, where: Where) -> Outcome:
-        verdict = await self._admit(call.tool, call.arguments, self.approvals is not None and self._gated(call), where)
+        verdict = await self._admit(call, call.tool, call.arguments, where)
         if not verdict.run:
             refused = f"Tool {call.tool} was not run: {verdict.reason}"
             return Outcome(refused, refused)
@@ -356,8 +357,7 @@ class Agent:
             await self.memory.record(session, "delegation_error", {"agent": agent, "task": delegation.task, "error": refusal})
             refused = f"Delegation to {agent} refused: {refusal}"
             return Outcome(refused, refused)
-        verdict = await self._admit(DELEGATE_TOOL, {"agent": agent, "task": delegation.task},
-                                    self.approvals is not None and self._gated(delegation), where)
+        verdict = await self._admit(delegation, DELEGATE_TOOL, {"agent": agent, "task": delegation.task}, where)
         if not verdict.run:
             refused = f"Delegation to {agent} was not made: {verdict.reason}"
             return Outcome(refused, refused)

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from ..core.auth import BearerAuth, Verifier
 from ..core.settings import AuthSettings
 from ..protocols.mcp_http import NoGetStream
-from .python_string_tools import load_tools
+from .python_string_tools import ToolsSourceError, load_tools
 
 log = logging.getLogger("kaos_runtime.mcp_server")
 
@@ -53,6 +53,22 @@ def reporting_errors(tool):
     return wrapper
 
 
+def tool_annotations(tool):
+    """The MCP annotations a tool function carries as ``mcp_annotations`` (``{"destructiveHint": True}``,
+    ``{"readOnlyHint": True}``, ...), for clients and for an agent's TOOL_APPROVAL_FROM_ANNOTATIONS."""
+    from mcp.types import ToolAnnotations
+    from pydantic import ValidationError
+
+    given = getattr(tool, "mcp_annotations", None)
+    if given is None:
+        return None
+    try:
+        return ToolAnnotations.model_validate(given)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, item['loc'])) or 'value'}: {item['msg']}" for item in error.errors())
+        raise ToolsSourceError(f"MCP_TOOLS_STRING: {tool.__name__}.mcp_annotations is not valid ({problems})") from None
+
+
 def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", auth: AuthSettings | None = None):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
@@ -60,7 +76,7 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", a
     tools = load_tools(source)
     server = MCPServer(name, log_level=log_level)  # already one of the logging level names (__main__)
     for tool in tools:
-        server.add_tool(reporting_errors(tool))
+        server.add_tool(reporting_errors(tool), annotations=tool_annotations(tool))
     names = [tool.__name__ for tool in tools]
     log.info("serving tools %s at %s", names, path)
 

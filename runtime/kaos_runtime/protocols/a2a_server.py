@@ -27,20 +27,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..approvals import AlreadySettled, UnknownApproval
 from ..clients.peers import DEPTH_HEADER
 from ..core.budget import BudgetExceeded, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
 from ..loop.agent import LoopRequest
-from .a2a_approvals import TaskRun, decision_of
 from .chat_request import parse_depth
 from .public_url import public_base_url
+from .waiting_run import WaitingRun, decision_of, waiting_text
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -97,15 +97,23 @@ def _executor(runtime):
     from a2a.server.tasks import TaskUpdater
 
     parameters = len(inspect.signature(runtime.agent.run).parameters)  # run(request[, sink[, watcher]])
-    runs: dict[str, TaskRun] = {}  # task id -> its run, while it runs
+    runs: dict[str, WaitingRun] = {}  # task id -> its run, while it runs
 
-    def message_of(context):
-        def message(text: str, data: dict):
-            return new_message([new_text_part(text), new_data_part(data)], context_id=context.context_id,
-                               task_id=context.task_id)
-        return message
+    def task_run(updater, context) -> WaitingRun:
+        """A run whose task goes input-required while a call waits (the calls in its status message)."""
 
-    async def drive(run: TaskRun, sink: _ArtifactSink, request: LoopRequest, context, headers: dict) -> None:
+        async def input_required(waiting: list) -> None:
+            now = time.time()
+            text = waiting_text(waiting, "Reply to this task with approve or reject (and a reason), "
+                                         "or POST /approvals/<id>.")
+            await updater.requires_input(new_message(
+                [new_text_part(text), new_data_part({"approvals": [a.view(now) for a in waiting]})],
+                context_id=context.context_id, task_id=context.task_id))
+
+        return WaitingRun(input_required, updater.start_work)
+
+    async def drive(run: WaitingRun, updater, sink: _ArtifactSink, request: LoopRequest, context,
+                    headers: dict) -> None:
         """The run, to the end of the task: the answer and completed, or failed with the reason."""
         state = context.call_context.state
         try:
@@ -118,35 +126,23 @@ def _executor(runtime):
         except BudgetExceeded as error:  # at a later model call: the task fails saying so
             log.warning("A2A task %s refused: %s", context.task_id, error)
             set_outcome(state.get(SCOPE), BUDGET_EXCEEDED)
-            await run.updater.failed(new_text_message(str(error), context_id=context.context_id,
-                                                      task_id=context.task_id))
+            await updater.failed(new_text_message(str(error), context_id=context.context_id,
+                                                  task_id=context.task_id))
             return
         except Exception as error:  # the loop's own errors end the task, with the reason
             log.warning("A2A task %s failed: %s", context.task_id, describe(error))
-            await run.updater.failed(new_text_message(describe(error), context_id=context.context_id,
-                                                      task_id=context.task_id))
+            await updater.failed(new_text_message(describe(error), context_id=context.context_id,
+                                                  task_id=context.task_id))
             return
         await sink.finish(answer.content)
-        await run.updater.complete()
-
-    async def decide(run: TaskRun, context) -> None:
-        """A message to a task whose run waits: the decision on (one of) its calls."""
-        decision = decision_of(context.get_user_input(), get_data_parts(context.message.parts))
-        approval = run.next_pending(decision.approval_id if decision else None)
-        if decision is None or approval is None:
-            return  # nothing to decide (or decided already): the task says again what waits, if anything
-        run.decided(approval.id)
-        try:
-            await runtime.approvals.decide(approval.id, decision.decision,
-                                           context.call_context.state.get(CALLER) or "anonymous", decision.reason)
-        except (AlreadySettled, UnknownApproval) as error:
-            log.info("A2A task %s: %s", context.task_id, error)
+        await updater.complete()
 
     class KaosExecutor(AgentExecutor):
         async def execute(self, context, event_queue) -> None:
             run = runs.get(context.task_id)
-            if run is not None and run.running:
-                await decide(run, context)
+            if run is not None and run.running:  # the message decides what the run waits for
+                decision = decision_of(context.get_user_input(), get_data_parts(context.message.parts))
+                await run.apply(runtime.approvals, decision, context.call_context.state.get(CALLER) or "anonymous")
                 await run.until_stop()
                 return
             if context.current_task is None:
@@ -173,8 +169,8 @@ def _executor(runtime):
             request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
                                   session_id=context.context_id, depth=depth, continued=True,
                                   caller=state.get(CALLER) or "anonymous")
-            run = runs[context.task_id] = TaskRun(updater, message_of(context))
-            run.start(drive(run, sink, request, context, headers))
+            run = runs[context.task_id] = task_run(updater, context)
+            run.start(drive(run, updater, sink, request, context, headers))
             run.task.add_done_callback(lambda _: runs.pop(context.task_id, None))
             await run.until_stop()
 

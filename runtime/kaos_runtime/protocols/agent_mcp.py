@@ -12,14 +12,24 @@ nothing of it is loaded at startup: the first request to ``/mcp`` imports it in 
 thread (the event loop keeps serving) and builds the server; a plain GET answers at once
 without it (``mcp_http.NoGetStream``).
 
+A call whose run waits for an approval (``TOOL_APPROVAL_*``) asks a client that answers form
+elicitations in MCP's stateless multi-round-trip flow (protocol 2026-07-28): the tool answers
+``InputRequiredResult`` with one elicitation per waiting call (approve or reject, a reason) and
+the run goes on beside the request (``waiting_run.WaitingRun``); the client's retry brings the
+decisions and gets the answer, or the next question. Any other client's call waits, as a chat
+completion does, until the decision (``POST /approvals/{id}``) or the timeout.
+
 ``mount(app, runtime)`` adds the route and stops the server with the app.
 """
 
 import asyncio
 import contextvars
 import importlib
+import json
 import logging
 import re
+import uuid
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated
 
@@ -34,6 +44,7 @@ from ..loop.agent import LoopRequest
 from ..memory import new_session_id
 from .chat_request import SESSION_ID_PATTERN, BadRequest, parse_depth
 from .mcp_http import NoGetStream
+from .waiting_run import TaskDecision, WaitingRun, waiting_text
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -63,19 +74,70 @@ SessionId = Annotated[str | None, Field(
     description="Continue this session (the session_id of an earlier answer); omitted: a new session.")]
 
 
+MRTR_VERSION = "2026-07-28"  # the MCP version whose tool calls can ask the client and be retried
+DECISION_SCHEMA = {"type": "object", "required": ["decision"], "properties": {
+    "decision": {"type": "string", "enum": ["approve", "reject"], "title": "Decision"},
+    "reason": {"type": "string", "title": "Reason"}}}
+
+
+class McpRuns:
+    """The runs of MCP calls that wait for a decision, by a key the client echoes in requestState
+    (sealed by the SDK); kept until the retry that gets the answer, at most ``MAX_RUNS``."""
+
+    MAX_RUNS = 1000
+
+    def __init__(self) -> None:
+        self._runs: OrderedDict[str, WaitingRun] = OrderedDict()
+
+    def add(self, run: WaitingRun) -> str:
+        key = uuid.uuid4().hex
+        self._runs[key] = run
+        while len(self._runs) > self.MAX_RUNS:
+            self._runs.popitem(last=False)
+        return key
+
+    def get(self, key: str) -> WaitingRun | None:
+        return self._runs.get(key)
+
+    def discard(self, key: str) -> None:
+        self._runs.pop(key, None)
+
+
+def approval_question(approval):
+    """The form elicitation that asks about a waiting call."""
+    from mcp.types import ElicitRequest, ElicitRequestFormParams
+
+    return ElicitRequest(params=ElicitRequestFormParams(
+        message=waiting_text([approval], "Approve or reject it (with a reason)."), requested_schema=DECISION_SCHEMA))
+
+
+def decision_of_elicitation(approval_id: str, response) -> TaskDecision:
+    """The client's answer: its form (accept), else a rejection saying it declined or cancelled."""
+    action = getattr(response, "action", None)
+    content = getattr(response, "content", None) or {}
+    if action == "accept" and content.get("decision") in ("approve", "reject"):
+        reason = content.get("reason")
+        return TaskDecision(content["decision"], reason if isinstance(reason, str) else "", approval_id)
+    return TaskDecision("reject", f"the MCP client answered {action or 'nothing'}", approval_id)
+
+
 def _server(runtime):
     """The MCP server with the agent's one tool (the SDK is imported by now)."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.transport_security import TransportSecuritySettings
-    from mcp.types import CallToolResult, TextContent
+    from mcp.types import CallToolResult, InputRequiredResult, TextContent
+    from mcp_types.version import is_version_at_least
 
     config = runtime.config
     server = MCPServer(config.name, instructions=config.description or None)
+    runs = McpRuns()
 
     async def ask(message: Message, session_id: SessionId = None,
-                  ctx: Context = None) -> Annotated[CallToolResult, Reply]:
+                  ctx: Context = None) -> Annotated[CallToolResult, Reply] | InputRequiredResult:
         request = ctx.request_context.request if ctx is not None else None
+        if ctx is not None and ctx.request_state:  # a retry with the decisions on what waits
+            return await retry(ctx, request)
         headers = dict(request.headers) if request is not None else {}
         try:
             depth = parse_depth(headers.get(DEPTH_HEADER.lower()))
@@ -83,19 +145,70 @@ def _server(runtime):
             raise ToolError(error.detail) from None
         session = session_id or new_session_id()
         attributes = {"kaos.agent": config.name, "kaos.session_id": session, "kaos.depth": depth}
+        caller = caller_of(request) if request is not None else "anonymous"
         loop_request = LoopRequest(messages=[{"role": "user", "content": message}], session_id=session,
-                                   depth=depth, continued=session_id is not None)
+                                   depth=depth, continued=session_id is not None, caller=caller)
         try:
-            await runtime.budget.enter(session, caller_of(request) if request is not None else None)
+            await runtime.budget.enter(session, caller if request is not None else None)
+        except Exception as error:
+            failed(error, request)
+        if asks_for_approvals(ctx):  # the run goes on beside the request; a waiting call is asked about
+            run = WaitingRun()
+            run.start(drive(run, loop_request, headers, attributes))
+            key = runs.add(run)
+            return await outcome(key, run, session, request)
+        try:
             with runtime.telemetry.server_span("mcp", headers, attributes):
                 answer = await runtime.agent.run(loop_request)
         except Exception as error:  # a spent budget, memory down, ...: an MCP error result with the reason
-            log.warning("MCP call of %s failed: %s", config.name, describe(error))
-            if isinstance(error, BudgetExceeded) and request is not None:
-                set_outcome(request.scope, BUDGET_EXCEEDED)  # the HTTP answer is a 200 all the same
-            raise ToolError(describe(error)) from None
-        return CallToolResult(content=[TextContent(type="text", text=answer.content)],
-                              structured_content={"answer": answer.content, "session_id": session})
+            failed(error, request)
+        return reply(answer.content, session)
+
+    def failed(error: Exception, request) -> None:
+        log.warning("MCP call of %s failed: %s", config.name, describe(error))
+        if isinstance(error, BudgetExceeded) and request is not None:
+            set_outcome(request.scope, BUDGET_EXCEEDED)  # the HTTP answer is a 200 all the same
+        raise ToolError(describe(error)) from None
+
+    def reply(content: str, session: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=content)],
+                              structured_content={"answer": content, "session_id": session})
+
+    def asks_for_approvals(ctx) -> bool:
+        """A client that answers form elicitations in the stateless multi-round-trip flow (2026-07-28)."""
+        if ctx is None or not runtime.approvals.policy.enabled or not ctx.protocol_version:
+            return False
+        capabilities = ctx.client_capabilities
+        return (is_version_at_least(ctx.protocol_version, MRTR_VERSION) and capabilities is not None
+                and capabilities.elicitation is not None)
+
+    async def drive(run: WaitingRun, loop_request: LoopRequest, headers: dict, attributes: dict):
+        with runtime.telemetry.server_span("mcp", headers, attributes):
+            return await runtime.agent.run(loop_request, None, watcher=run)
+
+    async def outcome(key: str, run: WaitingRun, session: str, request):
+        """The answer once the run ends, or the question on what waits (the retry comes back with it)."""
+        await run.until_stop()
+        if run.waiting:
+            return InputRequiredResult(
+                input_requests={approval.id: approval_question(approval) for approval in run.waiting.values()},
+                request_state=json.dumps({"run": key, "session": session}))
+        runs.discard(key)
+        try:
+            answer = run.task.result()
+        except Exception as error:
+            failed(error, request)
+        return reply(answer.content, session)
+
+    async def retry(ctx, request):
+        state = json.loads(ctx.request_state)
+        run = runs.get(state.get("run", ""))
+        if run is None:
+            raise ToolError("this call's run is no longer here (the agent restarted, or it ended)")
+        by = caller_of(request) if request is not None else "anonymous"
+        for approval_id, response in (ctx.input_responses or {}).items():
+            await run.apply(runtime.approvals, decision_of_elicitation(approval_id, response), by)
+        return await outcome(state["run"], run, state.get("session", ""), request)
 
     description = (f"Send a message to the agent {config.name}"
                    + (f" ({config.description})" if config.description else "")

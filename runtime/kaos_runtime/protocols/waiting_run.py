@@ -1,23 +1,27 @@
-"""Approvals over A2A: a task whose run waits for a decision is ``input-required``.
+"""A run that outlives the request that started it while one of its calls waits for a decision.
 
-The SDK runs one ``execute`` per task at a time, so a run cannot wait inside the execute that
-started it: the decision (a message to the same task) would queue behind it. ``TaskRun`` is
-the run of one task, in a task of its own: while a call waits for an approval it sets the
-task ``input-required`` (the status message names the call, as text and as a data part) and
-the execute returns; the run goes on and writes the rest of the task (the answer, completed
-or failed) to the task's queue when it ends, whoever decided: a message to the task, read by
-``decision_of``, or ``POST /approvals/{id}``.
+A2A and MCP (with a client that answers elicitations) end a request when a call waits and take
+the decision in a later request (a message to the same A2A task; the MCP client's retry of the
+tool call): the first request cannot simply wait, since over A2A the SDK runs one request of a
+task at a time (the decision would queue behind it) and over MCP the retry is a new request.
+``WaitingRun`` runs the loop in a task of its own and is the run's approval watcher: a request
+attaches with ``until_stop`` and returns when the run ends or a call waits (``waiting``); a
+decision taken meanwhile, by that protocol (``decision_of`` reads one from a message) or
+through ``POST /approvals/{id}``, lets the run go on. ``on_pending`` is what the protocol does
+when a call starts waiting (an A2A task goes ``input-required``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
-from ..approvals import DECISIONS, Approval
+from ..approvals import DECISIONS, AlreadySettled, Approval, UnknownApproval
+
+log = logging.getLogger("kaos_runtime.approvals")
 
 WORDS = {"approve": "approve", "approved": "approve", "yes": "approve",
          "reject": "reject", "rejected": "reject", "no": "reject"}
@@ -52,20 +56,20 @@ def decision_of(text: str, data: list[Any]) -> TaskDecision | None:
     return TaskDecision(decision, rest.strip().lstrip(":-").strip())
 
 
-def waiting_text(approvals: list[Approval]) -> str:
+def waiting_text(approvals: list[Approval], how: str) -> str:
     calls = "; ".join(f"{a.tool} {json.dumps(a.arguments)} (approval {a.id})" for a in approvals)
-    return (f"Waiting for approval: {calls}. Reply to this task with approve or reject (and a reason), "
-            "or POST /approvals/<id>.")
+    return f"Waiting for approval: {calls}. {how}"
 
 
-class TaskRun:
-    """The loop run of one A2A task (see the module docstring); it is the run's approval watcher."""
+class WaitingRun:
+    """The loop run of one A2A task or MCP call (see the module docstring)."""
 
-    def __init__(self, updater, message_of) -> None:
-        self.updater = updater
-        self.message_of = message_of  # (text, data) -> an agent Message of this task
+    def __init__(self, on_pending: Callable[[list[Approval]], Awaitable[None]] | None = None,
+                 on_resumed: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.on_pending = on_pending
+        self.on_resumed = on_resumed
         self.waiting: dict[str, Approval] = {}
-        self._stop = asyncio.Event()  # a call waits: the attached execute may return
+        self._stop = asyncio.Event()  # a call waits: the attached request may return
         self.task: asyncio.Task | None = None
 
     def start(self, work) -> None:
@@ -81,23 +85,29 @@ class TaskRun:
         self._stop.set()
 
     async def approval_settled(self, approval: Approval) -> None:
-        if self.waiting.pop(approval.id, None) is not None and not self.waiting:
-            await self.updater.start_work()
+        if self.waiting.pop(approval.id, None) is not None and not self.waiting and self.on_resumed is not None:
+            await self.on_resumed()
 
     async def announce(self) -> None:
-        waiting = list(self.waiting.values())
-        now = time.time()
-        await self.updater.requires_input(self.message_of(waiting_text(waiting),
-                                                          {"approvals": [a.view(now) for a in waiting]}))
+        if self.on_pending is not None:
+            await self.on_pending(list(self.waiting.values()))
 
     def next_pending(self, approval_id: str | None) -> Approval | None:
         if approval_id is not None:
             return self.waiting.get(approval_id)
         return next(iter(self.waiting.values()), None)
 
-    def decided(self, approval_id: str) -> None:
-        """A decision this task's execute took: no longer waiting, whenever the run hears it."""
-        self.waiting.pop(approval_id, None)
+    async def apply(self, gate, decision: TaskDecision | None, by: str) -> None:
+        """A decision the attached request brings, on the call it names or the oldest waiting one;
+        nothing to decide (or decided already): the run goes on waiting, if it does."""
+        approval = self.next_pending(decision.approval_id if decision else None)
+        if decision is None or approval is None:
+            return
+        self.waiting.pop(approval.id, None)  # no longer waiting, whenever the run hears it
+        try:
+            await gate.decide(approval.id, decision.decision, by, decision.reason)
+        except (AlreadySettled, UnknownApproval) as error:
+            log.info("%s", error)
 
     async def until_stop(self) -> None:
         """Until the run ends, or a call waits (at once if one still does)."""
@@ -108,7 +118,7 @@ class TaskRun:
         stop = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait((self.task, stop), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the execute was cancelled (the task is): so is the run
+        except asyncio.CancelledError:  # the request was cancelled (the A2A task is): so is the run
             self.task.cancel()
             raise
         finally:
