@@ -43,6 +43,7 @@ class ArgoCD:
     folder: Path
     registry_host: str
     resync_seconds: int = 10
+    resync_jitter_seconds: int | None = None  # None: Argo CD's default (up to 60 s added to each resync)
     tracking: str = "annotation"
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     redis: RedisServer | None = None
@@ -123,9 +124,10 @@ class ArgoCD:
                     # how long a branch's resolved commit is cached (default 3 minutes, like the resync)
                     "--revision-cache-expiration", f"{self.resync_seconds}s")
         wait_until(lambda: self._listening(repo_port), 60, interval=0.2, what="the Argo CD repo-server listening")
+        jitter = [] if self.resync_jitter_seconds is None else ["--app-resync-jitter", str(self.resync_jitter_seconds)]
         self._start("argocd-application-controller", "--repo-server", f"127.0.0.1:{repo_port}",
                     "--repo-server-plaintext", "--redis", redis, "--namespace", NAMESPACE,
-                    "--app-resync", str(self.resync_seconds),
+                    "--app-resync", str(self.resync_seconds), *jitter,
                     "--metrics-port", str(free_port()), "--status-processors", "4", "--operation-processors", "4")
         return self
 

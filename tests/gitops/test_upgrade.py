@@ -15,18 +15,18 @@ tests/runtime/test_redis_memory.py shows a session continuing on another runtime
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kaos.api import AGENT, CHART_OF, KINDS
-from tests.cluster.platform import CHARTS, NAMESPACE, RELEASE, helm, resource, start_operator, wait_ready
+from kaos.api import AGENT, KINDS
+from tests.cluster.platform import NAMESPACE, RELEASE, helm, resource, start_operator, wait_ready
 from tests.cluster.test_reconcile import EXAMPLES, manifests
 from tests.gitops.platform import KAOS_CRDS, crd, remove_platform, wait_operator_available
-from tests.gitops.readiness import INTERVAL, ReadinessWatch, is_rolled_out
+from tests.gitops.readiness import INTERVAL, ReadinessWatch
+from tests.gitops.release import deployment, next_release, rolled_to
 from tests.gitops.tools import ROOT
 from tests.support.polling import wait_until
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.cluster
 
 PREVIOUS = "d769c49"  # the last commit whose platform chart shipped its CRDs in crds/
 QUICKSTART = EXAMPLES / "quickstart"
-WORKLOAD_CHARTS = ("agent", "modelapi", "mcpserver")
+QUICKSTART_RESOURCES = [(item["kind"], item["metadata"]["name"]) for item in manifests(QUICKSTART)]
 MEMORY = ("--set", "memory.redis.deploy=true", "--set", "memory.backend=redis")  # every install and upgrade
 MEMORY_ENV = ("MEMORY_BACKEND", "REDIS_URL", "MEMORY_KEY_PREFIX")
 # How much later than its Deployment's rollout a resource may turn Ready again: the operator
@@ -51,24 +51,15 @@ def previous_chart(folder: Path) -> Path:
 
 
 def charts_with_a_new_agent_field(folder: Path) -> tuple[Path, dict[str, str]]:
-    """This checkout's charts as a next release: the Agent CRD with one more optional field
-    (spec.owner), and each workload chart at its next patch version; and those versions."""
-    charts = folder / "charts"
-    shutil.copytree(CHARTS, charts)
+    """A next release of this checkout's charts whose Agent CRD has one more optional field
+    (spec.owner); (the charts, chart -> new version)."""
+    charts, versions = next_release(folder)
     path = charts / "kaos" / "files" / "crds" / "agent.yaml"
     agent = yaml.safe_load(path.read_text())
     spec = agent["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["owner"] = {"type": "string", "description": "Who answers for this agent."}
     path.write_text(yaml.safe_dump(agent, sort_keys=False))
-    return charts, {chart: next_patch_version(charts / chart / "Chart.yaml") for chart in WORKLOAD_CHARTS}
-
-
-def next_patch_version(chart_yaml: Path) -> str:
-    version = yaml.safe_load(chart_yaml.read_text())["version"]
-    major, minor, patch = version.split(".")
-    bumped = f"{major}.{minor}.{int(patch) + 1}"
-    chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {version}\n", f"version: {bumped}\n", 1))
-    return bumped
+    return charts, versions
 
 
 def agent_fields(plane) -> set[str]:
@@ -81,25 +72,10 @@ def wait_all_ready(plane, namespace: str) -> None:
         wait_ready(plane, item["kind"], item["metadata"]["name"], namespace, timeout=90)
 
 
-def deployment(plane, namespace: str, kind: str, name: str) -> dict:
-    return plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{ReadinessWatch.deployment_of(kind, name)}")
-
-
 def memory_env(plane, namespace: str, name: str) -> dict[str, str]:
     """Where the agent's sessions live: its memory backend, Redis URL and key prefix."""
     container = deployment(plane, namespace, AGENT, name)["spec"]["template"]["spec"]["containers"][0]
     return {env["name"]: env.get("value") for env in container["env"] if env["name"] in MEMORY_ENV}
-
-
-def rolled_to(plane, namespace: str, versions: dict[str, str]) -> bool:
-    """Every quickstart Deployment runs its chart's new version and has rolled out."""
-    for item in manifests(QUICKSTART):
-        found = deployment(plane, namespace, item["kind"], item["metadata"]["name"])
-        chart = CHART_OF[item["kind"]]
-        labels = found["spec"]["template"]["metadata"]["labels"]
-        if labels["helm.sh/chart"] != f"{chart}-{versions[chart]}" or not is_rolled_out(found):
-            return False
-    return True
 
 
 def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gitops_cluster, tmp_path):
@@ -134,7 +110,7 @@ def test_upgrade_from_the_previous_chart_brings_the_new_schema_and_rolls_back(gi
             wait_operator_available(plane)
             operator.stop()  # the new operator pod, with the new chart's CRD copy and workload charts
             operator = start_operator(plane, name="operator-upgraded", charts_dir=charts)
-            wait_until(lambda: rolled_to(plane, namespace, versions), 120, interval=0.2,
+            wait_until(lambda: rolled_to(plane, namespace, QUICKSTART_RESOURCES, versions), 120, interval=0.2,
                        what="every release of the quickstart rolled out with its new chart version")
             wait_all_ready(plane, namespace)
 
