@@ -25,7 +25,7 @@ from kaos.trigger_runner.executor import Result, execute
 from kaos.triggers.message import render
 from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
 from kaos.triggers.signature import verify
-from kaos.triggers.spec import TriggerSpec, TriggerSpecError, trigger_spec
+from kaos.triggers.spec import SecretRef, TriggerSpec, TriggerSpecError, trigger_spec
 from kaos.triggers.status import agent_problem, trigger_status
 from kaos.triggers.tick import schedule_tick
 from kaos.triggers.webhook import Answer, answer, refusal
@@ -195,15 +195,7 @@ class TriggerEngine:
     async def _run(self, state: TriggerState, run: Run, message: str) -> None:
         spec = state.spec
         try:
-            agent = self.host.agent(spec.namespace, spec.agent)
-            endpoint = ((agent or {}).get("status") or {}).get("endpoint")
-            if not endpoint or agent_problem(spec.agent, agent):
-                result = Result(FAILED, self.clock(), agent_problem(spec.agent, agent) or
-                                f"Agent {spec.agent} has no endpoint")
-            else:
-                if self.on_run is not None:
-                    self.on_run(spec.namespace, spec.name, run)
-                result = await execute(self.client, endpoint, spec.name, run, message, spec.limits, clock=self.clock)
+            result = await self._send(spec, run, message)
         except asyncio.CancelledError:
             reason = state.stop_reasons.pop(run.run_id, None)
             if reason is None:  # the Trigger was deleted or the engine closed
@@ -214,6 +206,35 @@ class TriggerEngine:
             state.book.finish(run.run_id, result.outcome, result.end, result.text, result.tokens)
             log.info("trigger %s/%s run %s: %s", spec.namespace, spec.name, run.run_id, result.outcome)
             await self._persist(state)
+
+    async def _send(self, spec: TriggerSpec, run: Run, message: str) -> Result:
+        """The run's message to the agent, and how the run ended."""
+        agent = self.host.agent(spec.namespace, spec.agent)
+        endpoint = ((agent or {}).get("status") or {}).get("endpoint")
+        problem = agent_problem(spec.agent, agent) or (None if endpoint else f"Agent {spec.agent} has no endpoint")
+        credential = None
+        if problem is None and spec.credentials is not None:
+            credential, problem = await self._credential(spec.namespace, spec.credentials)
+        if problem is not None:
+            return Result(FAILED, self.clock(), problem)
+        if self.on_run is not None:
+            self.on_run(spec.namespace, spec.name, run)
+        return await execute(self.client, endpoint, spec.name, run, message, spec.limits,
+                             credential=credential, clock=self.clock)
+
+    async def _credential(self, namespace: str, ref: SecretRef) -> tuple[str | None, str | None]:
+        """The bearer token of spec.credentials, or why it cannot be sent (never the token itself)."""
+        where = f"spec.credentials.secretKeyRef (Secret {ref.name}, key {ref.key})"
+        try:
+            value = await self.host.secret(namespace, ref.name, ref.key)
+        except Exception as error:  # the host's failure must end the run, not leave it active
+            return None, f"cannot read {where} now: {type(error).__name__}"
+        token = (value or b"").decode("utf-8", "replace").strip()
+        if not token:
+            return None, f"{where}: the Secret or the key does not exist, or it is empty"
+        if not (token.isascii() and token.isprintable()) or any(c in token for c in " ,"):
+            return None, f"{where}: the value is not one bearer token (one key, no spaces, commas or line breaks)"
+        return token, None
 
     # Schedules
 
