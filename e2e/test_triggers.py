@@ -26,6 +26,7 @@ from e2e.conftest import (
 from kaos.api import API_VERSION
 from kaos.triggers.signature import signature
 from tests.support.polling import wait_until
+from tests.triggers.builders import post_webhook as post
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
@@ -82,15 +83,6 @@ def test_a_schedule_fires_into_the_agents_memory_and_the_history(test_namespace,
     later = datetime.now(timezone.utc).timestamp() + 5  # two more due times would have passed
     wait_until(lambda: datetime.now(timezone.utc).timestamp() >= later, 10, what="five seconds")
     assert sessions() == before, "a deleted Trigger runs no more"
-
-
-def post(url: str, body: bytes, sig: str | None, delivery: str | None = None) -> httpx.Response:
-    headers = {"Content-Type": "application/json"}
-    if sig is not None:
-        headers["X-KAOS-Signature-256"] = sig
-    if delivery is not None:
-        headers["X-KAOS-Delivery"] = delivery
-    return httpx.post(url, content=body, headers=headers, timeout=30)
 
 
 def test_the_webhook_checks_renders_and_runs_a_delivery_once(test_namespace, reporter):

@@ -175,6 +175,30 @@ async def test_runs_send_the_credential_of_their_secret_and_fail_saying_why_with
     assert "run-key" not in str(host.written)
 
 
+async def test_a_run_now_request_runs_once_across_a_restart(engine_and_host, agent):
+    engine, host = engine_and_host
+    engine.apply(trigger("on-demand", schedule="0 0 1 1 *"))
+    assert (await engine.run_now("team", "on-demand", None)) is None
+    host.refuse = True  # not recorded: not run, and tried again
+    assert (await engine.run_now("team", "on-demand", "1")).status == 503
+    host.refuse = False
+    assert (await engine.run_now("team", "on-demand", "1")).status == 202
+    assert (await engine.run_now("team", "on-demand", "1")) is None
+    await eventually(lambda: finished(host, "on-demand"), 10, what="the requested run")
+    written = host.last("on-demand")
+    assert written["runNow"] == "1" and written["history"][0]["source"] == "manual"
+
+    restarted = TriggerEngine(host)
+    try:
+        restarted.apply({**trigger("on-demand", schedule="0 0 1 1 *"), "status": written})
+        assert (await restarted.run_now("team", "on-demand", "1")) is None  # handled before the restart
+        assert (await restarted.run_now("team", "on-demand", "2")).status == 202
+        assert restarted.status("team", "on-demand")["runNow"] == "2"
+    finally:
+        await restarted.close()
+    assert len(engine.sent) == 1
+
+
 async def test_a_run_that_cannot_be_recorded_is_not_sent(engine_and_host):
     engine, host = engine_and_host
     engine.apply(trigger("unrecorded", schedule="0 0 1 1 *"))

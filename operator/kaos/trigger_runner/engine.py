@@ -59,6 +59,7 @@ class TriggerState:
     book: RunBook
     last_run: datetime | None = None
     next_run: datetime | None = None
+    run_now: str | None = None  # the run-now request that last started a run (status.runNow)
     schedule: asyncio.Task | None = None
     runs: dict[str, asyncio.Task] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
@@ -95,7 +96,8 @@ class TriggerEngine:
             status = resource.get("status") or {}
             book = RunBook.from_status(key[1], status, history_limit, self.clock())
             state = self.triggers[key] = TriggerState(resource, spec, problem, book,
-                                                      last_run=parse_time(status.get("lastRun")))
+                                                      last_run=parse_time(status.get("lastRun")),
+                                                      run_now=status.get("runNow"))
         else:
             state.resource, state.spec, state.problem = resource, spec, problem
             state.book.resize(history_limit)
@@ -126,7 +128,7 @@ class TriggerEngine:
         spec = state.resource.get("spec") or {}
         agent = self.host.agent(namespace, spec.get("agent", ""))
         return trigger_status(state.resource, problem=state.problem, agent=agent, book=state.book,
-                              last_run=state.last_run, next_run=state.next_run)
+                              last_run=state.last_run, next_run=state.next_run, run_now=state.run_now)
 
     async def fire(self, namespace: str, name: str, body: bytes | None = None) -> Answer:
         """A manual run (``kaos trigger run``, the run-now annotation), now."""
@@ -136,6 +138,21 @@ class TriggerEngine:
         if state.spec is None:
             return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
         return await self._start(state, MANUAL, body)
+
+    async def run_now(self, namespace: str, name: str, request: str | None) -> Answer | None:
+        """A run-now request (the annotation's value): one not handled yet starts a manual run,
+        and is written in status.runNow with the run, so that a restart does not start it
+        again; None when there is nothing to do."""
+        state = self.triggers.get((namespace, name))
+        if state is None or not request or request == state.run_now:
+            return None
+        previous, state.run_now = state.run_now, request
+        if state.spec is None:
+            return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+        answer = await self._start(state, MANUAL, None)
+        if answer.status == 503:  # not recorded: the same request is tried again
+            state.run_now = previous
+        return answer
 
     async def webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
                       delivery_id: str | None) -> Answer:
