@@ -143,6 +143,12 @@ async def test_suspended_and_missing_secret_and_unknown(engine_and_host):
     assert (await engine.webhook("team", "paused", body, "sha256=bad", None)).status == 401
     del host.secrets[("team", "ci-hook", "hmac")]
     assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
+
+    async def unreadable(namespace, name, key):
+        raise ConnectionError("the API server does not answer")
+
+    host.secret = unreadable
+    assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
     assert (await engine.webhook("team", "nothing", body, signature(SECRET, body), None)).status == 404
     assert engine.sent == []
 

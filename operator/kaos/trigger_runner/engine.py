@@ -161,7 +161,11 @@ class TriggerEngine:
         if state is None:
             return refusal(None, None, None, body, signature, None)
         ref = ((state.resource.get("spec") or {}).get("webhook") or {}).get("secretRef")
-        secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
+        try:
+            secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
+        except Exception as error:  # the API cannot be read now: a 503, not a 500
+            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", namespace, name, type(error).__name__)
+            secret = None
         spec = state.spec
         if spec is None:  # Failed: a caller with a good signature learns why, others learn nothing
             if secret is not None and verify(secret, body, signature):
