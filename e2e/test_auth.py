@@ -7,6 +7,8 @@ requires it (KAOS_AUTH_REQUIRED=true, the platform chart's auth.required):
 - through the gateway a request without the user's token gets 401 with WWW-Authenticate, with
   it the coordinator delegates to the worker (with its own credential), the worker calls the
   guarded MCP tool and both call the guarded ModelAPI (with theirs);
+- a Trigger's run reaches a guarded agent with the Trigger's spec.credentials, and without them
+  fails saying what to set;
 - no key or token appears in a log line, a status, a memory event or a rendered ConfigMap.
 
 Local backend only: it starts its own control plane with the setting on."""
@@ -44,7 +46,8 @@ NS = "secure"
 USER_KEY = f"kaos-user-{secrets.token_hex(12)}"
 COORDINATOR_TOKEN = f"kaos-coordinator-{secrets.token_hex(12)}"
 WORKER_TOKEN = f"kaos-worker-{secrets.token_hex(12)}"
-PLANTED = (USER_KEY, COORDINATOR_TOKEN, WORKER_TOKEN)
+TRIGGER_TOKEN = f"kaos-trigger-{secrets.token_hex(12)}"
+PLANTED = (USER_KEY, COORDINATOR_TOKEN, WORKER_TOKEN, TRIGGER_TOKEN)
 KEYS = {"apiKeys": {"secretKeyRef": {"name": "platform-keys", "key": "accepted"}}}
 TOOLS = '''
 def shout(message: str) -> str:
@@ -108,7 +111,8 @@ def plane(tmp_path_factory, mock_model):
     coordinator = guarded(create_agent_resource(NS, "coordinator", "llm", access=["worker"]), "coordinator-token")
     unguarded = [create_agent_resource(NS, "open-agent", "llm"), create_mcpserver_resource(NS, "open-tools", TOOLS)]
     documents = [secret("platform-keys", accepted=accepted), secret("worker-token", token=WORKER_TOKEN),
-                 secret("coordinator-token", token=COORDINATOR_TOKEN), modelapi, tools, worker, coordinator, *unguarded]
+                 secret("coordinator-token", token=COORDINATOR_TOKEN), secret("trigger-token", token=TRIGGER_TOKEN),
+                 modelapi, tools, worker, coordinator, *unguarded]
     plane.client.apply([(document, "auth.yaml") for document in documents])
     try:
         for kind, name in (("ModelAPI", "llm"), ("MCPServer", "tools"), ("Agent", "worker"), ("Agent", "coordinator")):
@@ -170,6 +174,31 @@ def test_the_network_works_with_each_agents_own_credential(plane, mock_model):
     worker = httpx.get(plane.url("agent", "worker") + "/memory/events", params={"event_type": "tool_result"},
                        headers=bearer(USER_KEY), timeout=30).json()["events"]
     assert [e["content"] for e in worker] == [{"tool": "shout", "result": "QUIET"}]
+
+
+def test_a_trigger_runs_with_its_credentials_and_without_them_fails_saying_what_to_set(plane, mock_model):
+    mock_model.reset()
+
+    def trigger(name: str, **spec) -> dict:
+        return {"apiVersion": "kaos.tools/v1alpha1", "kind": "Trigger", "metadata": {"name": name, "namespace": NS},
+                "spec": {"agent": "worker", "schedule": "0 0 1 1 *", "message": "Report.", **spec}}
+
+    plane.client.apply([(trigger("keyed", credentials={"secretKeyRef": {"name": "trigger-token", "key": "token"}}),
+                         "triggers.yaml"), (trigger("unkeyed"), "triggers.yaml")])
+    runs = {}
+    for name in ("keyed", "unkeyed"):
+        plane.phase("Trigger", name, "Ready", timeout=30)
+        started = plane.client.run_trigger(name, NS)
+        runs[name] = wait_until(lambda: (plane.status("Trigger", name).get("history") or [None])[-1], 60,
+                                interval=0.2, what=f"the run of Trigger {name}")
+        assert runs[name]["runId"] == started["runId"]
+    assert (runs["keyed"]["outcome"], runs["keyed"]["summary"]) == ("Succeeded", "echo: Report.")
+    events = httpx.get(plane.url("agent", "worker") + "/memory/events", headers=bearer(USER_KEY), timeout=30,
+                       params={"session_id": runs["keyed"]["sessionId"], "event_type": "user_message"}).json()["events"]
+    assert [e["content"] for e in events] == ["Report."]
+    assert runs["unkeyed"]["outcome"] == "Failed"
+    assert runs["unkeyed"]["summary"].startswith(
+        "the agent requires authentication (401): set spec.credentials.secretKeyRef to a Secret key holding")
 
 
 def test_no_key_or_token_in_logs_statuses_memory_or_config_maps(plane):

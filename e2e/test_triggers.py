@@ -1,7 +1,7 @@
 """Triggers end to end: a schedule fires into the agent's memory and the history, the webhook
-checks its signature, renders the payload and runs a delivery once, a manual run, and deleting
-a Trigger stops it. The agent's model is the shared ModelAPI (locally: the mock model server,
-which echoes the message it gets)."""
+checks its signature, renders the payload and runs a delivery once, a manual run, Forbid skips a
+run while one runs and limits.timeout ends it, and deleting a Trigger stops it. The agent's
+model is the shared ModelAPI (locally: the mock model server, which echoes the message it gets)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from e2e.conftest import (
 from kaos.api import API_VERSION
 from kaos.triggers.signature import signature
 from tests.support.polling import wait_until
+from tests.triggers.builders import post_webhook as post
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
@@ -84,15 +85,6 @@ def test_a_schedule_fires_into_the_agents_memory_and_the_history(test_namespace,
     assert sessions() == before, "a deleted Trigger runs no more"
 
 
-def post(url: str, body: bytes, sig: str | None, delivery: str | None = None) -> httpx.Response:
-    headers = {"Content-Type": "application/json"}
-    if sig is not None:
-        headers["X-KAOS-Signature-256"] = sig
-    if delivery is not None:
-        headers["X-KAOS-Delivery"] = delivery
-    return httpx.post(url, content=body, headers=headers, timeout=30)
-
-
 def test_the_webhook_checks_renders_and_runs_a_delivery_once(test_namespace, reporter):
     create_custom_resource({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ci-hook"},
                             "stringData": {"hmac": SECRET}}, test_namespace)
@@ -146,3 +138,31 @@ def test_kaos_trigger_run_starts_a_run_now(test_namespace, reporter):
     assert row[-2:] == ["Succeeded", "Ready"]
     missing = kaos("trigger", "run", "nobody", "-n", test_namespace)
     assert missing.returncode == 1 and "no trigger" in missing.stderr
+    deleted = kaos("delete", "trigger", "yearly", "-n", test_namespace)
+    assert deleted.returncode == 0 and f"Trigger {test_namespace}/yearly deleted" in deleted.stdout, deleted.stderr
+    assert get_custom_resource("Trigger", "yearly", test_namespace) is None
+
+
+@pytest.mark.skipif(BACKEND != "local", reason="steers the mock model server, and `kaos trigger run` is local")
+def test_forbid_skips_a_run_while_one_runs_and_the_timeout_ends_it(test_namespace, reporter, mock_model_server):
+    from kaos.cli.client import ControlPlaneError
+
+    mock_model_server.reset()
+    mock_model_server.script([{"content": "too late", "gate": "e2e-trigger-slow"}])  # answers when released
+    create_custom_resource(trigger("slow", reporter, schedule="0 0 1 1 *", message="Take your time.",
+                                   limits={"timeout": "5s"}), test_namespace)
+    wait_for_status("Trigger", "slow", test_namespace, "Ready", timeout=60)
+    client = backend().client
+    try:
+        first = client.run_trigger("slow", test_namespace)
+        wait_until(lambda: mock_model_server.requests(), 30, what="the run's model call")
+        with pytest.raises(ControlPlaneError, match="skipped: concurrencyPolicy Forbid and run"):
+            client.run_trigger("slow", test_namespace)
+        runs = wait_until(lambda: ended("slow", test_namespace), 30, what="the first run ended")
+    finally:
+        httpx.post(f"{mock_model_server.url}/_mock/release", json={"gate": "e2e-trigger-slow"}, timeout=10)
+    entries = history("slow", test_namespace)
+    assert [e["outcome"] for e in entries] == ["Skipped", "TimedOut"]
+    assert "run " + first["runId"] in entries[0]["summary"]
+    assert runs[0]["runId"] == first["runId"]
+    assert runs[0]["summary"] == "timed out: the run took longer than limits.timeout (5 s)"

@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     gateway_timeout: str = ""
     network_policy_enabled: bool = False
     gateway_namespace_selector: Object = Field(default_factory=dict)
+    # The labels of the operator's pods (with operator_namespace): agents' NetworkPolicies let
+    # them in, as the operator sends Triggers' runs. Empty: no such rule.
+    operator_pod_labels: Object = Field(default_factory=dict)
     telemetry_enabled: bool = False
     telemetry_endpoint: str = ""
     # Agents' memory: the backend of an Agent that names none, and the platform's Redis (the
@@ -157,7 +160,7 @@ class Settings(BaseSettings):
             return tuple(item.strip() for item in value.replace(" ", ",").split(",") if item.strip())
         return value
 
-    @field_validator("gateway_namespace_selector", "mcp_runtimes", mode="before")
+    @field_validator("gateway_namespace_selector", "operator_pod_labels", "mcp_runtimes", mode="before")
     @classmethod
     def _object(cls, value: Any) -> Any:
         """A JSON (or YAML) object."""

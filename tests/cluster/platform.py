@@ -91,6 +91,7 @@ class Operator:
     namespace: str = NAMESPACE
     release: str = RELEASE
     name: str = "operator"
+    trigger_url: str = ""  # where it serves Triggers' webhooks: POST <trigger_url>/<namespace>/trigger/<name>
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -131,11 +132,11 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
                                   f"system:serviceaccount:{namespace}:{service_account}", namespace)
     home = plane.folder / f"{name}-home"
     home.mkdir(exist_ok=True)
-    port = free_port()
+    port, trigger_port = free_port(), free_port()
     env.update({
         "KAOS_CHARTS_DIR": str(charts_dir),  # the image's copy of the charts: this checkout's charts/
         "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_HEALTH_PORT": str(port), "KAOS_METRICS_PORT": str(free_port()),
-        "KAOS_TRIGGER_PORT": str(free_port()),  # every operator of a test run listens for webhooks on a port of its own
+        "KAOS_TRIGGER_PORT": str(trigger_port),  # every operator of a test run listens for webhooks on a port of its own
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
@@ -148,7 +149,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
         )
     plane.track(name, process, log)  # the plane's stop() and running() cover it and the helm it runs
     operator = Operator(plane, process, log, f"http://127.0.0.1:{port}/healthz", kubeconfig, service_account, token,
-                        namespace, release, name)
+                        namespace, release, name, f"http://127.0.0.1:{trigger_port}")
 
     def healthy() -> bool:
         if process.poll() is not None:

@@ -61,5 +61,14 @@ async def test_a_schedule_runs_and_its_status_is_written(start_operator, monkeyp
         await eventually(lambda: cluster.status("Trigger", "hook").get("history"), 30)
         assert "operator-hook-key" not in json.dumps(cluster.get("Trigger", "hook"))
 
+        response = await cluster.kmock.patch(
+            f"/apis/kaos.tools/v1alpha1/namespaces/{NS}/triggers/hook",
+            json={"metadata": {"annotations": {"kaos.tools/run-now": "1"}}},
+            headers={"Content-Type": "application/merge-patch+json"})
+        assert response.status < 300, await response.text()
+        manual = await eventually(lambda: [e for e in cluster.status("Trigger", "hook").get("history") or []
+                                           if e["source"] == "manual"], 30, what="the run-now run")
+        assert len(manual) == 1 and cluster.status("Trigger", "hook")["runNow"] == "1"
+
         await cluster.delete("Trigger", "ticker")
         await eventually(lambda: cluster.get("Trigger", "ticker") is None, 30)

@@ -1,6 +1,7 @@
 """Bounds a caller sets on one request (a Trigger's limits): X-KAOS-Max-Steps and
 X-KAOS-Max-Tokens on top of the agent's own, X-KAOS-Stopped on an answer they cut short, and
-X-KAOS-Trigger naming the caller a per-caller budget counts (trigger:<name>)."""
+X-KAOS-Trigger naming the caller a per-caller budget counts (trigger:<name>; with authentication,
+as well as the principal)."""
 
 import json
 
@@ -58,3 +59,20 @@ def test_a_triggers_runs_count_against_its_own_caller_budget(start, mock_model):
     refused = chat(budgeted, "two", headers={"X-KAOS-Trigger": "nightly"})
     assert refused.status_code == 429 and "caller allows 2 tokens per day" in refused.json()["error"]["message"]
     assert chat(budgeted, "three", headers={"X-KAOS-Trigger": "weekly"}).status_code == 200  # another caller
+
+
+def test_with_authentication_a_trigger_header_adds_a_budget_and_never_replaces_the_principal(start, mock_model):
+    """A run sent with a Trigger's credential counts against the key and against trigger:<name>;
+    a key holder naming a Trigger still spends its own budget; no token: 401 whatever the header."""
+    mock_model.reset()
+    guarded = start("agent", "guarded", agent_env("guarded", mock_model, AUTH_API_KEYS="key-one,key-two",
+                                                  BUDGET_CALLER_TOKENS_PER_DAY=2))
+    one, two = {"Authorization": "Bearer key-one"}, {"Authorization": "Bearer key-two"}
+    assert chat(guarded, "run", headers={"X-KAOS-Trigger": "nightly"}).status_code == 401
+    assert chat(guarded, "run", headers={**one, "X-KAOS-Trigger": "nightly"}).status_code == 200
+    own = chat(guarded, "mine", headers={**one, "X-KAOS-Trigger": "weekly"})  # key-one's budget is spent
+    assert own.status_code == 429 and "caller allows 2 tokens per day" in own.json()["error"]["message"]
+    theirs = chat(guarded, "run", headers={**two, "X-KAOS-Trigger": "nightly"})  # nightly's budget is spent
+    assert theirs.status_code == 429 and "caller allows 2 tokens per day" in theirs.json()["error"]["message"]
+    assert chat(guarded, "run", headers={**two, "X-KAOS-Trigger": "weekly"}).status_code == 200
+    assert "key-one" not in guarded.log() and "key-two" not in guarded.log()

@@ -1,4 +1,4 @@
-"""Trigger manifests for the tests, validated by the CRD (defaults applied)."""
+"""Trigger manifests for the tests, validated by the CRD (defaults applied), and a webhook call."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import copy
 from datetime import datetime, timezone
 from itertools import count
 
+import httpx
+
 from kaos.crds import validate
+from kaos.triggers.signature import SIGNATURE_HEADER
+from kaos.triggers.webhook import DELIVERY_HEADER
 
 UTC = timezone.utc
 
@@ -43,3 +47,13 @@ def ready_agent(ready: bool = True) -> dict:
     return {"kind": "Agent", "metadata": {"name": "reporter"},
             "status": {"ready": ready, "phase": "Ready" if ready else "Waiting",
                        "message": "" if ready else "ModelAPI models is not ready"}}
+
+
+def post_webhook(url: str, body: bytes, sig: str | None = None, delivery: str | None = None) -> httpx.Response:
+    """POST a JSON body to a Trigger's webhook, with a signature and a delivery id when given."""
+    headers = {"Content-Type": "application/json"}
+    if sig is not None:
+        headers[SIGNATURE_HEADER] = sig
+    if delivery is not None:
+        headers[DELIVERY_HEADER] = delivery
+    return httpx.post(url, content=body, headers=headers, timeout=30)

@@ -143,8 +143,66 @@ async def test_suspended_and_missing_secret_and_unknown(engine_and_host):
     assert (await engine.webhook("team", "paused", body, "sha256=bad", None)).status == 401
     del host.secrets[("team", "ci-hook", "hmac")]
     assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
+
+    async def unreadable(namespace, name, key):
+        raise ConnectionError("the API server does not answer")
+
+    host.secret = unreadable
+    assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
     assert (await engine.webhook("team", "nothing", body, signature(SECRET, body), None)).status == 404
     assert engine.sent == []
+
+
+async def test_runs_send_the_credential_of_their_secret_and_fail_saying_why_without_it(start, mock_model):
+    mock_model.reset()
+    guarded = start("agent", "guarded-engine", agent_env("guarded-engine", mock_model, AUTH_API_KEYS="run-key"))
+    host = Host(guarded.url)
+    host.secrets[("team", "reporter-key", "token")] = b"run-key\n"  # a Secret's trailing line break is not sent
+    host.secrets[("team", "reporter-keys", "all")] = b"run-key,other-key"
+    engine = TriggerEngine(host)
+    try:
+        for name, ref in (("keyed", {"name": "reporter-key", "key": "token"}),
+                          ("unkeyed", None),
+                          ("missing", {"name": "reporter-key", "key": "absent"}),
+                          ("listed", {"name": "reporter-keys", "key": "all"})):
+            engine.apply(trigger(name, schedule="0 0 1 1 *", credentials=ref and {"secretKeyRef": ref}))
+            assert (await engine.fire("team", name)).status == 202
+        runs = {name: (await eventually(lambda: finished(host, name), 15, what=f"the run of {name}"))[0]
+                for name in ("keyed", "unkeyed", "missing", "listed")}
+    finally:
+        await engine.close()
+    assert (runs["keyed"]["outcome"], runs["keyed"]["summary"]) == (SUCCEEDED, "echo: Write the nightly report.")
+    assert runs["unkeyed"]["outcome"] == FAILED
+    assert runs["unkeyed"]["summary"].startswith("the agent requires authentication (401): set spec.credentials")
+    assert runs["missing"]["summary"] == ("spec.credentials.secretKeyRef (Secret reporter-key, key absent): the Secret "
+                                          "or the key does not exist, or it is empty")
+    assert runs["listed"]["summary"].endswith("the value is not one bearer token (one key, no spaces, commas or "
+                                              "line breaks)")
+    assert "run-key" not in str(host.written)
+
+
+async def test_a_run_now_request_runs_once_across_a_restart(engine_and_host, agent):
+    engine, host = engine_and_host
+    engine.apply(trigger("on-demand", schedule="0 0 1 1 *"))
+    assert (await engine.run_now("team", "on-demand", None)) is None
+    host.refuse = True  # not recorded: not run, and tried again
+    assert (await engine.run_now("team", "on-demand", "1")).status == 503
+    host.refuse = False
+    assert (await engine.run_now("team", "on-demand", "1")).status == 202
+    assert (await engine.run_now("team", "on-demand", "1")) is None
+    await eventually(lambda: finished(host, "on-demand"), 10, what="the requested run")
+    written = host.last("on-demand")
+    assert written["runNow"] == "1" and written["history"][0]["source"] == "manual"
+
+    restarted = TriggerEngine(host)
+    try:
+        restarted.apply({**trigger("on-demand", schedule="0 0 1 1 *"), "status": written})
+        assert (await restarted.run_now("team", "on-demand", "1")) is None  # handled before the restart
+        assert (await restarted.run_now("team", "on-demand", "2")).status == 202
+        assert restarted.status("team", "on-demand")["runNow"] == "2"
+    finally:
+        await restarted.close()
+    assert len(engine.sent) == 1
 
 
 async def test_a_run_that_cannot_be_recorded_is_not_sent(engine_and_host):

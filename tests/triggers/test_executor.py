@@ -99,3 +99,22 @@ async def test_a_run_over_max_steps_is_stopped_by_the_agent_and_failed(agent, mo
     assert result.outcome == FAILED
     assert result.text.startswith("stopped (max_steps): Stopped: reached the step limit of 2 model calls")
     assert len(mock_model.requests()) == 2
+
+
+async def test_an_agent_with_authentication_takes_the_credential_and_a_401_says_what_to_set(start, mock_model):
+    mock_model.reset()
+    guarded = start("agent", "guarded", agent_env("guarded", mock_model, AUTH_API_KEYS="trigger-key"))
+    book = RunBook("guarded")
+    async with httpx.AsyncClient() as client:
+        bare = await execute(client, guarded.url, "guarded", new_run(book), "hi", Limits(timeout=30))
+        wrong = await execute(client, guarded.url, "guarded", new_run(book), "hi", Limits(timeout=30),
+                              credential="not-the-key")
+        good = await execute(client, guarded.url, "guarded", new_run(book), "hi", Limits(timeout=30),
+                             credential="trigger-key")
+    assert bare.outcome == FAILED and bare.text.startswith(
+        "the agent requires authentication (401): set spec.credentials.secretKeyRef to a Secret key holding one of "
+        "its API keys; it said: authentication required")
+    assert wrong.outcome == FAILED and wrong.text.startswith(
+        "the agent refused the token of spec.credentials.secretKeyRef (401)")
+    assert "not-the-key" not in wrong.text
+    assert (good.outcome, good.text) == (SUCCEEDED, "echo: hi")

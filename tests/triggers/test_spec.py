@@ -82,3 +82,12 @@ def test_durations():
     for bad in ("", "5", "m5", "5 m"):
         with pytest.raises(TriggerSpecError):
             seconds(bad)
+
+
+def test_credentials_name_a_secret_key():
+    spec = trigger_spec(trigger(credentials={"secretKeyRef": {"name": "reporter-key", "key": "token"}}))
+    assert (spec.credentials.name, spec.credentials.key) == ("reporter-key", "token")
+    assert trigger_spec(trigger()).credentials is None
+    with pytest.raises(ValidationError) as refused:
+        trigger(credentials={"secretKeyRef": {"name": "reporter-key"}})
+    assert "spec.credentials.secretKeyRef.key: required field" in refused.value.problems[0]

@@ -2,7 +2,9 @@
 The workload's ingress NetworkPolicy <kind>-<name>: the port named http is reached only by
 the gateway's pods (when the gateway is enabled or .Values.networkPolicy.gatewayNamespaceSelector
 is set) and by the pods of the same namespace that carry the access label
-kaos.tools/<access>-<name> (agents set it for their peers, ModelAPI and MCP servers).
+kaos.tools/<access>-<name> (agents set it for their peers, ModelAPI and MCP servers), and, for
+an agent, the pods of .Values.networkPolicy.triggerRunner {namespace, podLabels}: the operator,
+which sends Triggers' runs.
 Usage: include "kaos-common.networkpolicy" (dict "context" $)
 */}}
 {{- define "kaos-common.networkpolicy" -}}
@@ -28,6 +30,16 @@ spec:
         - podSelector:
             matchLabels:
               {{ include "kaos-common.labels.access" (dict "kind" $ctx.Chart.Name "name" (include "kaos-common.names.name" $ctx)) }}: "true"
+        {{- with $v.networkPolicy.triggerRunner }}
+        {{- if and .namespace .podLabels }}
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ .namespace }}
+          podSelector:
+            matchLabels:
+              {{- toYaml .podLabels | nindent 14 }}
+        {{- end }}
+        {{- end }}
       ports:
         - port: http
           protocol: TCP

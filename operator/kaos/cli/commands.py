@@ -155,7 +155,7 @@ def cmd_delete(args) -> int:
     elif args.kind and args.name:
         kind = KIND_ALIASES.get(args.kind.lower())
         if kind is None:
-            raise UsageError(f"unknown kind {args.kind!r}; use agent, modelapi or mcpserver")
+            raise UsageError(f"unknown kind {args.kind!r}; use agent, modelapi, mcpserver or trigger")
         targets = [(kind, args.namespace, args.name)]
     else:
         raise UsageError("give -f PATH, or a kind and a name: kaos delete agent NAME")
@@ -350,7 +350,7 @@ def parser() -> argparse.ArgumentParser:
     apply.set_defaults(run=cmd_apply)
 
     delete = commands.add_parser("delete", help="delete resources: -f PATH, or KIND NAME")
-    delete.add_argument("kind", nargs="?", help="agent, modelapi or mcpserver")
+    delete.add_argument("kind", nargs="?", help="agent, modelapi, mcpserver or trigger")
     delete.add_argument("name", nargs="?")
     delete.add_argument("-f", "--file", action="append")
     delete.add_argument("-n", "--namespace", default="default")

@@ -1,6 +1,6 @@
 """kopf handlers for Trigger (kaos.operator.triggers runs them): startup and cleanup of the
-engine and its webhook server, each Trigger's changes, the run-now annotation, and a timer per
-Trigger that refreshes its status."""
+engine and its webhook server, each Trigger's changes, and a timer per Trigger that refreshes
+its status and starts the runs its run-now annotation asks for."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import kopf
 
 from kaos.api import GROUP, TRIGGER_NAMES, VERSION
 from kaos.operator.kube import KubeApi
-from kaos.operator.triggers import RUN_NOW_ANNOTATION, ClusterTriggers, webhook_app
+from kaos.operator.triggers import ClusterTriggers, webhook_app
 from kaos.operator.world import World
 from kaos.settings import Settings
 
@@ -50,15 +50,6 @@ def _world(kwargs) -> World:
 async def on_trigger(body, memo, **kwargs) -> None:
     memo.triggers.world = _world(kwargs)
     memo.triggers.apply(body)
-
-
-@kopf.on.field(GROUP, VERSION, PLURAL, id="run-now", field=["metadata", "annotations", RUN_NOW_ANNOTATION])
-async def on_run_now(body, old, new, memo, logger, reason, **_) -> None:
-    if not new or old == new or reason == "resume":
-        return
-    metadata = body["metadata"]
-    answer = await memo.triggers.engine.fire(metadata.get("namespace") or "default", metadata["name"])
-    logger.info(f"run-now ({RUN_NOW_ANNOTATION}={new}): {answer.status} {answer.body}")
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="trigger", optional=True)

@@ -1,8 +1,11 @@
 """The Triggers of the operator: TriggerEngine (kaos.trigger_runner) in the operator's process.
 
-kopf tells it of each Trigger (resume, create, update: ``apply``; delete: ``delete``) and of the
-run-now annotation ``kaos.tools/run-now`` (any new value starts a run, for kubectl users); each
-Trigger's resync timer refreshes its status (its Agent's readiness, its next run). The engine
+kopf tells it of each Trigger (resume, create, update: ``apply``; delete: ``delete``); each
+Trigger's resync timer refreshes its status (its Agent's readiness, its next run) and reads the
+run-now annotation ``kaos.tools/run-now`` (for kubectl users): a value other than the one in
+status.runNow starts a run and is written there with it, so a restart does not run it again and
+a value set while the operator was down still runs. (A kopf field handler cannot see it: kopf
+leaves out of its diffs every annotation under its storage prefix, kaos.tools.) The engine
 reaches the cluster through ``ClusterTriggers``: Agents from kopf's index, Secrets and status
 writes through ``KubeApi``. ``persist`` is the one writer of a Trigger's status: kopf applies a
 handler's patch only after the handler returns, too late for a run's due time, which must be
@@ -78,6 +81,11 @@ class ClusterTriggers:
         self.apply(body)
         metadata = body["metadata"]
         namespace, name = metadata.get("namespace") or "default", metadata["name"]
+        request = (metadata.get("annotations") or {}).get(RUN_NOW_ANNOTATION)
+        started = await self.engine.run_now(namespace, name, request)
+        if started is not None:
+            log.info("trigger %s/%s: %s=%s: %s %s", namespace, name, RUN_NOW_ANNOTATION, request, started.status,
+                     started.body)
         status = self.engine.status(namespace, name)
         live = dict(body.get("status") or {})
         if status is not None and _without_times(with_transition_times(live, status)) != _without_times(live):

@@ -43,6 +43,17 @@ def network_policy_values(settings) -> dict[str, Any]:
     }
 
 
+def agent_network_policy_values(settings) -> dict[str, Any]:
+    """An agent's NetworkPolicy lets in the operator's pods too: they send Triggers' runs. Every
+    agent's, not only those a Trigger targets: the operator installs the agent's workload anyway,
+    and an agent's release does not change when a Trigger appears or goes."""
+    values = network_policy_values(settings)
+    if settings.operator_namespace and settings.operator_pod_labels:
+        values["triggerRunner"] = {"namespace": settings.operator_namespace,
+                                   "podLabels": dict(settings.operator_pod_labels)}
+    return values
+
+
 def _container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec.get("container") or {}
 
@@ -135,7 +146,7 @@ def agent_values(
         "resources": copy.deepcopy(container.get("resources") or {}),
         "expose": expose,
         "gateway": gateway_values(spec, settings, enabled=expose),
-        "networkPolicy": network_policy_values(settings),
+        "networkPolicy": agent_network_policy_values(settings),
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
         "budget": budget_values(spec.get("budget") or {}, model_api_budget or {}),
         "auth": copy.deepcopy(spec.get("auth") or {}),

@@ -25,7 +25,7 @@ from kaos.trigger_runner.executor import Result, execute
 from kaos.triggers.message import render
 from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
 from kaos.triggers.signature import verify
-from kaos.triggers.spec import TriggerSpec, TriggerSpecError, trigger_spec
+from kaos.triggers.spec import SecretRef, TriggerSpec, TriggerSpecError, trigger_spec
 from kaos.triggers.status import agent_problem, trigger_status
 from kaos.triggers.tick import schedule_tick
 from kaos.triggers.webhook import Answer, answer, refusal
@@ -59,6 +59,7 @@ class TriggerState:
     book: RunBook
     last_run: datetime | None = None
     next_run: datetime | None = None
+    run_now: str | None = None  # the run-now request that last started a run (status.runNow)
     schedule: asyncio.Task | None = None
     runs: dict[str, asyncio.Task] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
@@ -95,7 +96,8 @@ class TriggerEngine:
             status = resource.get("status") or {}
             book = RunBook.from_status(key[1], status, history_limit, self.clock())
             state = self.triggers[key] = TriggerState(resource, spec, problem, book,
-                                                      last_run=parse_time(status.get("lastRun")))
+                                                      last_run=parse_time(status.get("lastRun")),
+                                                      run_now=status.get("runNow"))
         else:
             state.resource, state.spec, state.problem = resource, spec, problem
             state.book.resize(history_limit)
@@ -126,7 +128,7 @@ class TriggerEngine:
         spec = state.resource.get("spec") or {}
         agent = self.host.agent(namespace, spec.get("agent", ""))
         return trigger_status(state.resource, problem=state.problem, agent=agent, book=state.book,
-                              last_run=state.last_run, next_run=state.next_run)
+                              last_run=state.last_run, next_run=state.next_run, run_now=state.run_now)
 
     async def fire(self, namespace: str, name: str, body: bytes | None = None) -> Answer:
         """A manual run (``kaos trigger run``, the run-now annotation), now."""
@@ -137,6 +139,21 @@ class TriggerEngine:
             return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
         return await self._start(state, MANUAL, body)
 
+    async def run_now(self, namespace: str, name: str, request: str | None) -> Answer | None:
+        """A run-now request (the annotation's value): one not handled yet starts a manual run,
+        and is written in status.runNow with the run, so that a restart does not start it
+        again; None when there is nothing to do."""
+        state = self.triggers.get((namespace, name))
+        if state is None or not request or request == state.run_now:
+            return None
+        previous, state.run_now = state.run_now, request
+        if state.spec is None:
+            return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+        answer = await self._start(state, MANUAL, None)
+        if answer.status == 503:  # not recorded: the same request is tried again
+            state.run_now = previous
+        return answer
+
     async def webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
                       delivery_id: str | None) -> Answer:
         """A webhook call: refused (401, 409, 413, ...) or a run started in the background (202)."""
@@ -144,7 +161,11 @@ class TriggerEngine:
         if state is None:
             return refusal(None, None, None, body, signature, None)
         ref = ((state.resource.get("spec") or {}).get("webhook") or {}).get("secretRef")
-        secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
+        try:
+            secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
+        except Exception as error:  # the API cannot be read now: a 503, not a 500
+            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", namespace, name, type(error).__name__)
+            secret = None
         spec = state.spec
         if spec is None:  # Failed: a caller with a good signature learns why, others learn nothing
             if secret is not None and verify(secret, body, signature):
@@ -195,15 +216,7 @@ class TriggerEngine:
     async def _run(self, state: TriggerState, run: Run, message: str) -> None:
         spec = state.spec
         try:
-            agent = self.host.agent(spec.namespace, spec.agent)
-            endpoint = ((agent or {}).get("status") or {}).get("endpoint")
-            if not endpoint or agent_problem(spec.agent, agent):
-                result = Result(FAILED, self.clock(), agent_problem(spec.agent, agent) or
-                                f"Agent {spec.agent} has no endpoint")
-            else:
-                if self.on_run is not None:
-                    self.on_run(spec.namespace, spec.name, run)
-                result = await execute(self.client, endpoint, spec.name, run, message, spec.limits, clock=self.clock)
+            result = await self._send(spec, run, message)
         except asyncio.CancelledError:
             reason = state.stop_reasons.pop(run.run_id, None)
             if reason is None:  # the Trigger was deleted or the engine closed
@@ -214,6 +227,35 @@ class TriggerEngine:
             state.book.finish(run.run_id, result.outcome, result.end, result.text, result.tokens)
             log.info("trigger %s/%s run %s: %s", spec.namespace, spec.name, run.run_id, result.outcome)
             await self._persist(state)
+
+    async def _send(self, spec: TriggerSpec, run: Run, message: str) -> Result:
+        """The run's message to the agent, and how the run ended."""
+        agent = self.host.agent(spec.namespace, spec.agent)
+        endpoint = ((agent or {}).get("status") or {}).get("endpoint")
+        problem = agent_problem(spec.agent, agent) or (None if endpoint else f"Agent {spec.agent} has no endpoint")
+        credential = None
+        if problem is None and spec.credentials is not None:
+            credential, problem = await self._credential(spec.namespace, spec.credentials)
+        if problem is not None:
+            return Result(FAILED, self.clock(), problem)
+        if self.on_run is not None:
+            self.on_run(spec.namespace, spec.name, run)
+        return await execute(self.client, endpoint, spec.name, run, message, spec.limits,
+                             credential=credential, clock=self.clock)
+
+    async def _credential(self, namespace: str, ref: SecretRef) -> tuple[str | None, str | None]:
+        """The bearer token of spec.credentials, or why it cannot be sent (never the token itself)."""
+        where = f"spec.credentials.secretKeyRef (Secret {ref.name}, key {ref.key})"
+        try:
+            value = await self.host.secret(namespace, ref.name, ref.key)
+        except Exception as error:  # the host's failure must end the run, not leave it active
+            return None, f"cannot read {where} now: {type(error).__name__}"
+        token = (value or b"").decode("utf-8", "replace").strip()
+        if not token:
+            return None, f"{where}: the Secret or the key does not exist, or it is empty"
+        if not (token.isascii() and token.isprintable()) or any(c in token for c in " ,"):
+            return None, f"{where}: the value is not one bearer token (one key, no spaces, commas or line breaks)"
+        return token, None
 
     # Schedules
 

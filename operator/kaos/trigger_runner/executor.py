@@ -6,7 +6,9 @@ agent counts the run against its token budgets as the caller ``trigger:<name>``
 (``X-KAOS-Trigger``), and bounds it by ``limits.maxSteps`` / ``limits.maxTokens`` as well as its
 own limits (``X-KAOS-Max-Steps`` / ``X-KAOS-Max-Tokens``); an answer the agent marks as stopped
 by a limit (``X-KAOS-Stopped: <reason>``) ends the run as Failed. ``limits.timeout`` is kept
-here: the request is cancelled, which stops the agent's loop, and the run is TimedOut.
+here: the request is cancelled, which stops the agent's loop, and the run is TimedOut. For an
+agent with authentication, the Trigger's ``spec.credentials`` token goes as ``Authorization:
+Bearer``; it is never put in a result's text.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ class Result:
     tokens: int = 0
 
 
-def request_headers(trigger: str, run: Run, limits: Limits, extra: dict[str, str] | None = None) -> dict[str, str]:
-    headers = {SESSION_HEADER: run.session_id, TRIGGER_HEADER: trigger, **(extra or {})}
+def request_headers(trigger: str, run: Run, limits: Limits, credential: str | None = None) -> dict[str, str]:
+    headers = {SESSION_HEADER: run.session_id, TRIGGER_HEADER: trigger}
+    if credential:
+        headers["Authorization"] = f"Bearer {credential}"
     if limits.max_steps:
         headers[MAX_STEPS_HEADER] = str(limits.max_steps)
     if limits.max_tokens:
@@ -46,28 +50,31 @@ def request_headers(trigger: str, run: Run, limits: Limits, extra: dict[str, str
 
 
 async def execute(client: httpx.AsyncClient, endpoint: str, trigger: str, run: Run, message: str, limits: Limits,
-                  *, headers: dict[str, str] | None = None,
+                  *, credential: str | None = None,
                   clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> Result:
-    """Send ``message`` for ``run`` and wait (at most ``limits.timeout``) for the answer."""
+    """Send ``message`` for ``run`` and wait (at most ``limits.timeout``) for the answer;
+    ``credential``: the bearer token of ``spec.credentials``, if any."""
     body = {"model": "trigger", "messages": [{"role": "user", "content": message}]}
     try:
         async with asyncio.timeout(limits.timeout):
             response = await client.post(endpoint.rstrip("/") + "/v1/chat/completions", json=body,
-                                         headers=request_headers(trigger, run, limits, headers),
+                                         headers=request_headers(trigger, run, limits, credential),
                                          timeout=httpx.Timeout(limits.timeout + 5, connect=min(10.0, limits.timeout)))
     except TimeoutError:
         return Result(TIMED_OUT, clock(), f"timed out: the run took longer than limits.timeout ({limits.timeout:g} s)")
     except httpx.HTTPError as error:
         return Result(FAILED, clock(), f"cannot reach the agent at {endpoint}: {type(error).__name__}: {error}")
-    return outcome_of(response, limits, clock())
+    return outcome_of(response, limits, clock(), credentialed=bool(credential))
 
 
-def outcome_of(response: httpx.Response, limits: Limits, end: datetime) -> Result:
-    """How a run ended, from the agent's answer."""
+def outcome_of(response: httpx.Response, limits: Limits, end: datetime, credentialed: bool = False) -> Result:
+    """How a run ended, from the agent's answer (``credentialed``: the run sent spec.credentials)."""
     try:
         payload = response.json()
     except ValueError:
         payload = None
+    if response.status_code == 401:
+        return Result(FAILED, end, _refused(credentialed, _error_text(payload, response)))
     if response.status_code != 200:
         return Result(FAILED, end, f"the agent answered {response.status_code}: {_error_text(payload, response)}")
     try:
@@ -82,6 +89,15 @@ def outcome_of(response: httpx.Response, limits: Limits, end: datetime) -> Resul
         return Result(FAILED, end, f"used {tokens} tokens, more than limits.maxTokens ({limits.max_tokens}): {text}",
                       tokens)
     return Result(SUCCEEDED, end, text, tokens)
+
+
+def _refused(credentialed: bool, said: str) -> str:
+    """What a 401 means for the Trigger, what to set first (a summary keeps 200 characters)."""
+    if credentialed:
+        return ("the agent refused the token of spec.credentials.secretKeyRef (401): that Secret key must hold one "
+                f"of the agent's API keys or a token its OIDC issuer signed; it said: {said}")
+    return ("the agent requires authentication (401): set spec.credentials.secretKeyRef to a Secret key holding "
+            f"one of its API keys; it said: {said}")
 
 
 def _error_text(payload, response: httpx.Response) -> str:

@@ -49,6 +49,7 @@ class TriggerSpec:
     schedule: Schedule | None
     webhook: SecretRef | None
     session: str = NEW_SESSION
+    credentials: SecretRef | None = None  # the bearer token runs send, for an agent with spec.auth
     concurrency: str = FORBID
     suspend: bool = False
     limits: Limits = Limits()
@@ -82,10 +83,8 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
         raise TriggerSpecError("timeZone: only a schedule has a time zone; set schedule or remove timeZone")
     if bool(schedule) == bool(spec.get("webhook")):
         raise TriggerSpecError("spec: set exactly one of schedule or webhook")
-    webhook = None
-    if spec.get("webhook"):
-        ref = spec["webhook"]["secretRef"]
-        webhook = SecretRef(ref["name"], ref["key"])
+    webhook = _secret_ref(spec.get("webhook"))
+    credentials = _secret_ref(spec.get("credentials"), "secretKeyRef")
     try:
         check(spec["message"])
     except MessageError as error:
@@ -105,9 +104,15 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
         schedule=schedule,
         webhook=webhook,
         session=spec.get("session") or NEW_SESSION,
+        credentials=credentials,
         concurrency=spec.get("concurrencyPolicy") or FORBID,
         suspend=bool(spec.get("suspend")),
         limits=Limits(timeout, limits.get("maxSteps"), limits.get("maxTokens")),
         history_limit=int(spec.get("historyLimit") or DEFAULT_HISTORY_LIMIT),
         starting_deadline=float(spec.get("startingDeadlineSeconds") or DEFAULT_STARTING_DEADLINE_SECONDS),
     )
+
+
+def _secret_ref(field: Mapping[str, Any] | None, key: str = "secretRef") -> SecretRef | None:
+    ref = (field or {}).get(key)
+    return SecretRef(ref["name"], ref["key"]) if ref else None

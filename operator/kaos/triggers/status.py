@@ -29,10 +29,12 @@ def trigger_status(
     book: RunBook,
     last_run: datetime | None = None,
     next_run: datetime | None = None,
+    run_now: str | None = None,
 ) -> dict[str, Any]:
     """``problem``: why the spec cannot run (TriggerSpecError, a missing Secret key), or None;
     ``agent``: the target Agent with its status (None: it does not exist); ``last_run`` and
-    ``next_run`` for a schedule. The webhook's secret is never read here."""
+    ``next_run`` for a schedule; ``run_now``: the run-now request that last started a run.
+    The webhook's secret is never read here."""
     spec = resource.get("spec") or {}
     waiting = agent_problem(spec.get("agent", ""), agent)
     if problem:
@@ -60,6 +62,8 @@ def trigger_status(
         result["observedGeneration"] = generation
     if last_run is not None:
         result["lastRun"] = timestamp(last_run)
+    if run_now:
+        result["runNow"] = run_now
     if next_run is not None and phase != SUSPENDED and spec.get("schedule"):
         result["nextRun"] = timestamp(next_run)
     return result

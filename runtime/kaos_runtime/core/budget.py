@@ -70,7 +70,7 @@ class Scope:
     """The request the current model calls belong to."""
 
     session_id: str
-    caller: str
+    callers: tuple[str, ...]
     entered: bool = False  # enter() has just checked: that check stands for the first model call
 
 
@@ -125,19 +125,24 @@ class RedisCounts:
         await self.client.aclose()
 
 
-def caller_of(request) -> str:
-    """The caller identity a per-caller budget counts against: the authenticated principal
-    (``scope["kaos.principal"]``, when authentication sets one), else the agent that delegated
-    (``X-KAOS-Delegated-By``, as ``agent:<name>``), else the Trigger whose run it is
-    (``X-KAOS-Trigger``, as ``trigger:<name>``), else ``anonymous``."""
+def caller_of(request) -> tuple[str, ...]:
+    """The caller identities a request's per-caller budgets count against.
+
+    With authentication, the authenticated principal (``scope["kaos.principal"]``) always counts,
+    so no header moves a caller off its own budget; a request that also names a Trigger
+    (``X-KAOS-Trigger``: a control plane's run, sent with the Trigger's ``spec.credentials``)
+    counts against ``trigger:<name>`` as well, so each Trigger keeps a budget of its own when
+    Triggers share one credential. Without authentication the headers are the caller's word:
+    the agent that delegated (``X-KAOS-Delegated-By``, as ``agent:<name>``), else the Trigger
+    (``trigger:<name>``), else ``anonymous``."""
+    trigger = request.headers.get("x-kaos-trigger")
     principal = request.scope.get("kaos.principal")
     if principal:
-        return str(principal)
+        return (str(principal), f"trigger:{trigger}") if trigger else (str(principal),)
     sender = request.headers.get("x-kaos-delegated-by")
     if sender:
-        return f"agent:{sender}"
-    trigger = request.headers.get("x-kaos-trigger")
-    return f"trigger:{trigger}" if trigger else ANONYMOUS
+        return (f"agent:{sender}",)
+    return (f"trigger:{trigger}",) if trigger else (ANONYMOUS,)
 
 
 class Budget:
@@ -163,24 +168,26 @@ class Budget:
             Limit("caller", "day", DAY, settings.caller_tokens_per_day, f"agent:{agent}:caller:{{}}:d"),
         ) if limit.tokens]
         self.enabled = bool(self._agent_limits or self._caller_limits)
-        self._by_caller: dict[str, list[tuple[Limit, str]]] = {}
+        self._by_caller: dict[tuple[str, ...], list[tuple[Limit, str]]] = {}
 
-    def _limits(self, caller: str) -> list[tuple[Limit, str]]:
-        """Each limit that applies to the caller with its count's key (built once per caller:
+    def _limits(self, callers: tuple[str, ...]) -> list[tuple[Limit, str]]:
+        """Each limit that applies to the callers with its count's key (built once per callers:
         this runs two or three times per request)."""
-        limits = self._by_caller.get(caller)
+        limits = self._by_caller.get(callers)
         if limits is None:
             if len(self._by_caller) >= CALLERS_KEPT:
                 self._by_caller.clear()
-            limits = self._by_caller[caller] = ([(limit, limit.key) for limit in self._agent_limits]
-                                                + [(limit, limit.key.format(caller)) for limit in self._caller_limits])
+            limits = self._by_caller[callers] = (
+                [(limit, limit.key) for limit in self._agent_limits]
+                + [(limit, limit.key.format(caller)) for caller in callers for limit in self._caller_limits])
         return limits
 
-    async def enter(self, session_id: str, caller: str | None) -> None:
-        """Name the current request for its model calls; refuse it now if a window is spent."""
+    async def enter(self, session_id: str, callers: tuple[str, ...] | None) -> None:
+        """Name the current request for its model calls (``callers``: ``caller_of``); refuse it
+        now if a window is spent."""
         if not self.enabled:
             return
-        scope = Scope(session_id, caller or ANONYMOUS)
+        scope = Scope(session_id, tuple(callers or ()) or (ANONYMOUS,))
         _scope.set(scope)
         await self.check()
         scope.entered = True
@@ -199,9 +206,9 @@ class Budget:
     async def check(self) -> None:
         if not self.enabled:
             return
-        scope = _scope.get() or Scope("", ANONYMOUS)
+        scope = _scope.get() or Scope("", (ANONYMOUS,))
         now = self.clock()
-        limits = self._limits(scope.caller)
+        limits = self._limits(scope.callers)
         used = await self.counts.used([(key, int(now // limit.seconds)) for limit, key in limits])
         for (limit, _), count in zip(limits, used):
             if count >= limit.tokens:
@@ -217,11 +224,11 @@ class Budget:
         tokens = int((usage or {}).get("total_tokens") or 0)
         if not self.enabled or tokens <= 0:
             return
-        scope = _scope.get() or Scope("", ANONYMOUS)
+        scope = _scope.get() or Scope("", (ANONYMOUS,))
         now = self.clock()
         try:
             await self.counts.add([(key, int(now // limit.seconds), limit.seconds)
-                                   for limit, key in self._limits(scope.caller)], tokens)
+                                   for limit, key in self._limits(scope.callers)], tokens)
         except Exception as error:  # a count that cannot be written must not fail the answer
             log.warning("cannot count %d tokens against the budget: %s", tokens, error)
 
