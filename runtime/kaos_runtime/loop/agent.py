@@ -152,6 +152,11 @@ class Agent:
                 messages.append(assistant_message(reply.content, reply.tool_calls))
                 messages.extend(tool_message(call, outcome.native) for call, outcome in zip(reply.tool_calls, outcomes))
                 continue
+            if not reply.content.strip():  # no text and no tool call: never a silent empty answer
+                await self.memory.record(session, "error", "the model returned no text and no tool call", {"step": step})
+                answer.content = "The model returned an empty answer (no text and no tool call)."
+                await self.memory.record(session, "agent_response", answer.content, {"step": step, "empty": True})
+                return await self._finish(answer, sink)
             action = find_action(reply.content)
             if action is None:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
