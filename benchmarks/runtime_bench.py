@@ -187,7 +187,7 @@ def cold_start(env: dict, log_dir: str, rounds: int) -> list[float]:
 def start_agent(name: str, env: dict, log_dir: str) -> Service:
     service = spawn(name, ["-m", "kaos_runtime", "agent"], {"AGENT_NAME": name, "MODEL_NAME": MODEL,
                                                             "AGENT_LOG_LEVEL": "WARNING", **env}, log_dir)
-    wait_until_ok(service, "/ready")
+    wait_until_ok(service, "/ready", timeout=120)  # an older runtime imports litellm first: seconds, more under load
     return service
 
 
