@@ -54,7 +54,7 @@ class Runtime:
         self._startup = asyncio.create_task(self._prepare())
 
     async def _prepare(self) -> None:
-        """Attempt discovery once (bounded), load litellm if asked; then report ready."""
+        """Attempt discovery once (bounded), build the model client if asked; then report ready."""
         self.waiting_for = ["tool and peer discovery"]
         await asyncio.gather(self.tools.discover(STARTUP_DISCOVERY_SECONDS),
                              self.peers.fetch_cards(STARTUP_DISCOVERY_SECONDS))
