@@ -18,16 +18,16 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from commits import ROOT, checked_out
+
 BENCH = os.path.join(ROOT, "benchmarks", "runtime_bench.py")
 
 
 def figures(output: str) -> tuple[float, float]:
     """(agent c1 p50 in ms, agent c16 req/s) from runtime_bench's output."""
-    c1 = re.search(r"concurrency 1:\n(?:.*\n)*?\s+agent \(litellm direct\)\s+p50\s+([\d.]+) ms", output)
-    c16 = re.search(r"concurrency \d+:\n(?:.*\n)*?\s+agent \(litellm direct\)\s+p50.*?([\d.]+) req/s", output)
+    c1 = re.search(r"concurrency 1:\n(?:.*\n)*?\s+agent \(direct client\)\s+p50\s+([\d.]+) ms", output)
+    c16 = re.search(r"concurrency \d+:\n(?:.*\n)*?\s+agent \(direct client\)\s+p50.*?([\d.]+) req/s", output)
     if not (c1 and c16):
         raise RuntimeError(f"cannot read the benchmark's figures:\n{output}")
     return float(c1.group(1)), float(c16.group(1))
@@ -35,7 +35,8 @@ def figures(output: str) -> tuple[float, float]:
 
 def run(worktree: str, requests: int) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": os.path.join(worktree, "runtime")}
-    done = subprocess.run([sys.executable, BENCH, "--requests", str(requests), "--cold-rounds", "1"],
+    done = subprocess.run([sys.executable, BENCH, "--requests", str(requests), "--cold-rounds", "1",
+                           "--base", "none"],
                           env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(f"runtime_bench failed on {worktree}:\n{done.stdout}\n{done.stderr}")
@@ -49,15 +50,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
-    folder = tempfile.mkdtemp(prefix="kaos-ab-")
-    sides = {}
-    try:
-        for name, rev in (("A", args.base), ("B", args.head)):
-            path = os.path.join(folder, name)
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", path, rev], cwd=ROOT, check=True)
-            sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,
-                                 text=True, check=True).stdout.strip()
-            sides[name] = (path, sha, [])
+    with checked_out([args.base, args.head]) as trees:
+        sides = {name: (path, sha, []) for name, (path, sha) in zip("AB", trees)}
         print(f"A = {args.base} ({sides['A'][1]}), B = {args.head} ({sides['B'][1]}); "
               f"{args.rounds} interleaved rounds of runtime_bench --requests {args.requests}, {os.cpu_count()} CPUs")
         for round_ in range(args.rounds):
@@ -66,16 +60,12 @@ def main() -> None:
                 c1, c16 = run(path, args.requests)
                 results.append((c1, c16))
                 print(f"  round {round_ + 1} {name}: agent c1 p50 {c1:.2f} ms, c16 {c16:.0f} req/s", flush=True)
-        medians = {}
-        for name, (_, sha, results) in sides.items():
-            medians[name] = (statistics.median(r[0] for r in results), statistics.median(r[1] for r in results))
-            print(f"{name} ({sha}): median c1 p50 {medians[name][0]:.2f} ms, median c16 {medians[name][1]:.0f} req/s")
-        (a1, a16), (b1, b16) = medians["A"], medians["B"]
-        print(f"B vs A: c1 p50 {100 * (b1 - a1) / a1:+.1f}%, c16 throughput {100 * (b16 - a16) / a16:+.1f}%")
-    finally:
-        for path, _, _ in sides.values():
-            subprocess.run(["git", "worktree", "remove", "--force", path], cwd=ROOT, check=False)
-
+    medians = {}
+    for name, (_, sha, results) in sides.items():
+        medians[name] = (statistics.median(r[0] for r in results), statistics.median(r[1] for r in results))
+        print(f"{name} ({sha}): median c1 p50 {medians[name][0]:.2f} ms, median c16 {medians[name][1]:.0f} req/s")
+    (a1, a16), (b1, b16) = medians["A"], medians["B"]
+    print(f"B vs A: c1 p50 {100 * (b1 - a1) / a1:+.1f}%, c16 throughput {100 * (b16 - a16) / a16:+.1f}%")
 
 if __name__ == "__main__":
     main()

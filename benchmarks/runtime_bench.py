@@ -1,10 +1,15 @@
 """Benchmark of the agent runtime against the bare mock model server it calls.
 
-    python benchmarks/runtime_bench.py [--requests 2000] [--concurrency 16]
+    python benchmarks/runtime_bench.py [--requests 2000] [--concurrency 16] [--base HEAD~1]
 
 Starts its own processes on 127.0.0.1 (the mock model server from tests/support, agents
 with `python -m kaos_runtime agent`), prints figures, and stops them. Not a test: it
 asserts nothing; compare the figures with the targets in docs/runtime.md.
+
+The last section, memory and startup, runs agents of this checkout and of ``--base`` (default
+the previous commit, checked out as a git worktree; ``none`` leaves it out) in interleaved
+rounds: spawn to ``/ready``, the first request after it against the steady state, and the RSS
+idle, after the first model call and after ``--load-requests`` (10,000) requests.
 """
 
 from __future__ import annotations
@@ -14,15 +19,18 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import httpx  # noqa: E402
 
+from benchmarks.commits import checked_out, short_sha  # noqa: E402
 from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
 
 MODEL = "ollama/smollm2:135m"
@@ -179,8 +187,74 @@ def cold_start(env: dict, log_dir: str, rounds: int) -> list[float]:
 def start_agent(name: str, env: dict, log_dir: str) -> Service:
     service = spawn(name, ["-m", "kaos_runtime", "agent"], {"AGENT_NAME": name, "MODEL_NAME": MODEL,
                                                             "AGENT_LOG_LEVEL": "WARNING", **env}, log_dir)
-    wait_until_ok(service, "/ready")
+    wait_until_ok(service, "/ready", timeout=120)  # an older runtime imports litellm first: seconds, more under load
     return service
+
+
+@dataclass
+class Lifetime:
+    """One agent process from spawn to stop: seconds to /ready; the first request after it and,
+    after the load, the median of 20 more (each over a new connection, as the first) and the c1
+    p50 over one kept connection (ms); RSS idle, after the first call and after the load (MiB)."""
+
+    ready: float
+    first: float
+    later: float
+    steady: float
+    idle: float
+    after_first: float
+    after_load: float
+
+
+async def lifetime(name: str, pythonpath: str, model_url: str, log_dir: str, load: int, concurrency: int) -> Lifetime:
+    env = {"AGENT_NAME": name, "MODEL_NAME": MODEL, "MODEL_API_URL": model_url, "AGENT_LOG_LEVEL": "WARNING",
+           "PYTHONPATH": pythonpath}
+    began = time.perf_counter()
+    service = spawn(name, ["-m", "kaos_runtime", "agent"], env, log_dir)
+    try:
+        wait_until_ok(service, "/ready", timeout=120)
+        ready = time.perf_counter() - began
+        pid = service.process.pid
+        idle = rss_mib(pid)
+        url = service.url + "/v1/chat/completions"
+        first = (await run_load(url, 1, 1))[0][0]
+        after_first = rss_mib(pid)
+        await run_load(url, load, concurrency)
+        after_load = rss_mib(pid)
+        later = statistics.median([(await run_load(url, 1, 1))[0][0] for _ in range(20)])
+        steady = statistics.median((await run_load(url, 500, 1))[0])
+        return Lifetime(ready, first * 1000, later * 1000, steady * 1000, idle, after_first, after_load)
+    finally:
+        service.stop()
+
+
+async def memory_and_startup(args, model_url: str, log_dir: str) -> None:
+    """This checkout's runtime beside --base's, interleaved (ABBA...), medians printed."""
+    with checked_out([args.base]) as [(base_tree, base_sha)]:
+        sides = {f"this checkout ({short_sha(ROOT)}{'+changes' if dirty() else ''})": os.path.join(ROOT, "runtime"),
+                 f"--base {args.base} ({base_sha})": os.path.join(base_tree, "runtime")}
+        runs: dict[str, list[Lifetime]] = {label: [] for label in sides}
+        for round_ in range(args.memory_rounds):
+            order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
+            for label in order:
+                runs[label].append(await lifetime(f"mem-{round_}-{len(runs[label])}", sides[label], model_url,
+                                                  log_dir, args.load_requests, args.concurrency))
+    print(f"memory and startup ({args.memory_rounds} interleaved rounds per side, medians; load: "
+          f"{args.load_requests} requests at concurrency {args.concurrency}):")
+    print(f"  {'':<34}{'spawn->/ready':>14}{'1st req':>10}{'later':>10}{'steady c1':>11}"
+          f"{'RSS idle':>10}{'1st call':>10}{'load':>8}")
+    for label, lifetimes in runs.items():
+        def median(attribute: str) -> float:
+            return statistics.median(getattr(run, attribute) for run in lifetimes)
+
+        print(f"  {label:<34}{median('ready'):>12.2f} s{median('first'):>7.2f} ms{median('later'):>7.2f} ms"
+              f"{median('steady'):>8.2f} ms"
+              f"{median('idle'):>6.0f} MiB{median('after_first'):>6.0f} MiB{median('after_load'):>4.0f} MiB")
+
+
+def dirty() -> bool:
+    return bool(subprocess.run(["git", "status", "--porcelain", "--", "runtime"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip())
 
 
 async def main(args) -> None:
@@ -194,7 +268,6 @@ async def main(args) -> None:
         model_env = {"MODEL_API_URL": mock.url}
         agent = start_agent("bench", model_env, log_dir)
         started.append(agent)
-        idle_rss = rss_mib(agent.process.pid)
         n, c = args.requests, args.concurrency
         chat = "/v1/chat/completions"
         print(f"runtime benchmark: {n} requests per figure, concurrency 1 and {c}, {os.cpu_count()} CPUs")
@@ -203,11 +276,10 @@ async def main(args) -> None:
 
         print("concurrency 1:")
         report("mock model directly", (await run_load(mock.url + chat, n, 1))[0])
-        report("agent (litellm direct)", (await run_load(agent.url + chat, n, 1))[0])
+        report("agent (direct client)", (await run_load(agent.url + chat, n, 1))[0])
         print(f"concurrency {c}:")
         report("mock model directly", *(await run_load(mock.url + chat, n * 2, c)))
-        report("agent (litellm direct)", *(await run_load(agent.url + chat, n * 2, c)))
-        loaded_rss = rss_mib(agent.process.pid)
+        report("agent (direct client)", *(await run_load(agent.url + chat, n * 2, c)))
 
         print("streaming, time to first content (concurrency 1):")
         report("agent", await first_content_times(agent.url + chat, min(n, 500)))
@@ -243,8 +315,8 @@ async def main(args) -> None:
                             "AGENT_LOG_LEVEL": "WARNING"}, log_dir, args.cold_rounds)
         print(f"cold start (spawn to first 200 on /health, {len(colds)} runs): "
               f"median {statistics.median(colds):.2f} s, max {max(colds):.2f} s")
-        print(f"idle RSS after startup: {idle_rss:.0f} MiB; after the load above (litellm imported): "
-              f"{loaded_rss:.0f} MiB")
+        if args.base != "none":
+            await memory_and_startup(args, mock.url, log_dir)
     finally:
         for service in reversed(started):
             service.stop()
@@ -255,6 +327,11 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--cold-rounds", type=int, default=5)
+    parser.add_argument("--base", default="HEAD~1",
+                        help="the commit whose runtime the memory and startup section runs beside this one's "
+                             "(none: leave the section out)")
+    parser.add_argument("--memory-rounds", type=int, default=2)
+    parser.add_argument("--load-requests", type=int, default=10_000)
     parser.add_argument("--acompletion", action="store_true",
                         help="also measure MODEL_CLIENT=acompletion (plain litellm.acompletion)")
     asyncio.run(main(parser.parse_args()))

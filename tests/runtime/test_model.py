@@ -23,7 +23,7 @@ class Spy:
         if name == "litellm" and not seen:
             seen.append(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"))
 sys.meta_path.insert(0, Spy())
-from kaos_runtime.clients.model import import_litellm
+from kaos_runtime.clients.litellm_chat import import_litellm
 import_litellm()
 print(seen)
 """
@@ -36,3 +36,30 @@ def test_the_runtime_sets_the_local_cost_map_itself_before_importing_litellm():
     out = subprocess.run([sys.executable, "-c", _SPY], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "['True']"
+
+
+# A direct client's whole life (tools offered with MODEL_TOOL_CALLING=auto, a call, a stream),
+# then whether litellm was imported.
+_DIRECT = """
+import asyncio, sys
+from kaos_runtime.clients.model import ModelClient
+from kaos_runtime.core.settings import AgentSettings
+
+async def main():
+    client = ModelClient(AgentSettings.from_env({"MODEL_API_URL": sys.argv[1], "MODEL_NAME": "gpt-4o-mini",
+                                                 "MCP_SERVERS": "t", "MCP_SERVER_T_URL": "http://127.0.0.1:9"}))
+    await client.load()
+    native = await client.native_tool_calling()
+    reply = await client.complete([{"role": "user", "content": "one"}])
+    pieces = [delta.content async for delta in client.stream([{"role": "user", "content": "two"}])]
+    await client.close()
+    print(native, reply.content, "".join(pieces), "litellm" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_the_direct_client_answers_streams_and_guesses_tool_calling_without_importing_litellm(mock_model):
+    out = subprocess.run([sys.executable, "-c", _DIRECT, mock_model.url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "echo:", "one", "echo:", "two", "False"]

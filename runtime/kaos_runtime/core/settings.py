@@ -292,9 +292,9 @@ class AgentSettings(_Settings):
     model_max_retries: int = Field(2, ge=0, validation_alias="MODEL_MAX_RETRIES")
     model_retry_backoff: float = Field(0.25, ge=0, validation_alias="MODEL_RETRY_BACKOFF_SECONDS")
     model_client: ModelClientName = Field("direct", validation_alias="MODEL_CLIENT")
-    # auto: load litellm before /ready answers when a model is configured and replies are not scripted.
+    # auto: build the model client before /ready answers when a model is configured and replies are not scripted.
     model_preload: Annotated[bool | None, BeforeValidator(_auto)] = Field(None, validation_alias="MODEL_PRELOAD")
-    # auto: native tool calling when litellm says the model supports function calling; native/fenced force it.
+    # auto: native tool calling when litellm's model map says the model supports function calling; native/fenced force it.
     tool_calling: ToolCallingMode = Field("auto", validation_alias="MODEL_TOOL_CALLING")
     peer_timeout: float = Field(120.0, ge=0, validation_alias="PEER_TIMEOUT_SECONDS")
     tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
@@ -303,7 +303,7 @@ class AgentSettings(_Settings):
 
     @property
     def preload(self) -> bool:
-        """Load the model client (litellm) before reporting ready (MODEL_PRELOAD, default auto)."""
+        """Build the model client before reporting ready (MODEL_PRELOAD, default auto)."""
         if self.model_preload is not None:
             return self.model_preload
         return bool(self.model_api_url) and self.mock_responses is None

@@ -11,6 +11,14 @@ the same variable, the same open paths, any other request without one of the key
 Bearer <key>``, or ``X-Api-Key``) answered 401 with llama-server's body. Keys are compared in
 constant time and never logged. On SIGTERM, requests still open (a client holding a streamed
 completion) get ``SHUTDOWN_GRACE`` seconds, then are cut, as in the runtime.
+
+llama-cpp-python runs one completion at a time behind a lock that every model route takes,
+``GET /v1/models`` included, and by default (``interrupt_requests``) a streamed completion
+stops with ``[DONE]`` as soon as another request waits for that lock. Its readiness probe (every
+2 s under ``kaos up``) then cut every answer that took longer, often before its first token: an
+agent got an empty answer, with no error. llama-server queues requests and answers its probe
+at once, so here ``interrupt_requests`` defaults to false (a request waits for the one running)
+and ``ModelList`` answers ``/v1/models`` and ``/models`` without the lock.
 """
 
 from __future__ import annotations
@@ -63,6 +71,24 @@ class KeyCheck:
         await send({"type": "http.response.body", "body": REFUSAL})
 
 
+class ModelList:
+    """ASGI middleware: ``GET /v1/models`` and ``/models`` answered from the aliases, without
+    waiting for (or interrupting) a running completion."""
+
+    def __init__(self, app, aliases: list[str]) -> None:
+        self.app = app
+        self.body = json.dumps({"object": "list", "data": [
+            {"id": alias, "object": "model", "owned_by": "me", "permissions": []} for alias in aliases]}).encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in ("/v1/models", "/models"):
+            await self.app(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(self.body)).encode())]})
+        await send({"type": "http.response.body", "body": self.body})
+
+
 def serve(app, host: str, port: int) -> None:
     """uvicorn, as llama-cpp-python's own __main__ runs it, with a bounded graceful shutdown."""
     import uvicorn
@@ -78,13 +104,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kaos_runtime.engines.llamacpp_server",
                                      description="llama-cpp-python's server with llama-server's API keys")
     add_args_from_model(parser, Settings)
+    parser.set_defaults(interrupt_requests=False)
     args = parser.parse_args(argv)
     server = parse_model_from_args(ServerSettings, args)
-    app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
+    model = parse_model_from_args(ModelSettings, args)
+    app = create_app(server_settings=server, model_settings=[model])
     keys = api_keys(os.environ.pop("LLAMA_API_KEY", ""))
     if keys:
         print(f"API keys: {len(keys)} loaded; /health and /v1/models stay open", flush=True)
-    serve(KeyCheck(app, keys), server.host, server.port)
+    serve(ModelList(KeyCheck(app, keys), [model.model_alias or model.model]), server.host, server.port)
 
 
 if __name__ == "__main__":

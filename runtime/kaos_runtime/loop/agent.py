@@ -216,6 +216,11 @@ class Agent:
                 answer.stopped = "max_tokens"
                 await self.memory.record(session, "agent_response", answer.content, {"step": step, "token_limit": True})
                 return await self._finish(answer, sink)
+            if not wants_work and not reply.content.strip():  # never a silent empty answer
+                await self.memory.record(session, "error", "the model returned no text and no tool call", {"step": step})
+                answer.content = "The model returned an empty answer (no text and no tool call)."
+                await self.memory.record(session, "agent_response", answer.content, {"step": step, "empty": True})
+                return await self._finish(answer, sink)
             if not wants_work:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content

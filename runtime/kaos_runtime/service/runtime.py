@@ -93,7 +93,7 @@ class Runtime:
             log.exception("resuming run %s failed", run_id)
 
     async def _prepare(self) -> None:
-        """Attempt discovery once (bounded), load litellm if asked; then report ready."""
+        """Attempt discovery once (bounded), build the model client if asked; then report ready."""
         self.waiting_for = ["tool and peer discovery"]
         await asyncio.gather(self.tools.discover(STARTUP_DISCOVERY_SECONDS),
                              self.peers.fetch_cards(STARTUP_DISCOVERY_SECONDS))
