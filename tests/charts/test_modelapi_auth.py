@@ -51,7 +51,7 @@ def test_llamacpp_reads_its_keys_and_ollama_cannot_be_guarded():
 
 def test_no_auth_no_module_and_a_key_value_is_refused():
     docs = render("modelapi", {"name": "llm", "mode": "Proxy", "proxy": {"models": ["*"]}})
-    assert set(one(docs, "ConfigMap", "modelapi-llm")["data"]) == {"config.yaml"}
+    assert set(one(docs, "ConfigMap", "modelapi-llm")["data"]) == {"config.yaml", "kaos_demo_model.py"}
     assert "AUTH_API_KEYS" not in env_of(container(docs))
     assert "auth" in render_error("modelapi", {"name": "llm", "auth": {"apiKeys": {"value": KEY}}})
 

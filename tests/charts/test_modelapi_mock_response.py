@@ -22,7 +22,7 @@ def config_map(docs) -> dict:
 
 def test_off_by_default_renders_no_custom_auth():
     data = config_map(proxy(models=["*"]))
-    assert set(data) == {"config.yaml"}
+    assert set(data) == {"config.yaml", "kaos_demo_model.py"}
     assert "general_settings" not in yaml.safe_load(data["config.yaml"])
 
 

@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kaos.cli.client import Client
-from kaos.local.ports import free_port
-from kaos.settings import variable
+from tests.support.kaos_cli import Kaos
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,33 +57,6 @@ def scripted_quickstart(folder: Path) -> Path:
             env.append({"name": "DEBUG_MOCK_RESPONSES", "value": json.dumps(SCRIPTS[name])})
         (folder / source.name).write_text(yaml.safe_dump(manifest, sort_keys=False))
     return folder
-
-
-class Kaos:
-    """`kaos up --detach` of the scripted quickstart; the `kaos` CLI for the rest."""
-
-    def __init__(self, home: Path, manifests: Path):
-        self.home = home
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        tools = ROOT / ".tools" / "bin"
-        self.env = {**os.environ, variable("home"): str(home),
-                    "PATH": os.pathsep.join([str(tools), str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-        self.env.pop("OPENAI_API_KEY", None)  # the quickstart's offline mock answers the test prompt
-        self.up = self.kaos("up", "-f", str(manifests), "--detach", "--port", str(self.port), timeout=240)
-        self.client = Client(self.url, timeout=30)
-
-    def kaos(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        program = shutil.which("kaos", path=self.env["PATH"])
-        return subprocess.run([program, *args], env=self.env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-
-    def deployment(self, name: str) -> dict:
-        return next(row for row in self.client.deployments() if row["name"] == name)
-
-    def down(self) -> None:
-        self.kaos("down", timeout=90)
-        self.client.close()
 
 
 @pytest.fixture(scope="module")

@@ -225,7 +225,7 @@ def test_modelapi_page_lists_models_and_answers_a_test_prompt(page, screenshots)
     page.get_by_role("button", name="Send prompt").click()
     answer = page.locator("#prompt-result [data-answer]")
     answer.wait_for(timeout=60_000)
-    assert "offline mock model" in answer.inner_text()
+    assert "offline demo model" in answer.inner_text()
     screenshots.save(page, "7-modelapi")
 
 

@@ -342,8 +342,10 @@ class Agent:
             except ToolError as error:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "error", {"tool": call.tool, "error": str(error)})
+                log.info("session %s: tool %s failed: %s", session, call.tool, error)
                 failed = f"Tool {call.tool} failed: {error}"
                 return Outcome(failed, failed)
+        log.info("session %s: tool %s called", session, call.tool)
         await self.memory.record(session, "tool_result", {"tool": call.tool, "result": result})
         return Outcome(f"Result of tool {call.tool}:\n{result}", result)
 
@@ -379,7 +381,9 @@ class Agent:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "delegation_error",
                                    {"agent": agent, "task": delegation.task, "error": str(error)})
+                log.info("session %s: delegation to %s failed: %s", session, agent, error)
                 failed = f"Delegation to {agent} failed: {error}"
                 return Outcome(failed, failed)
+        log.info("session %s: delegated to %s, which answered", session, agent)
         await self.memory.record(session, "delegation_response", {"agent": agent, "response": response})
         return Outcome(f"Response from agent {agent}:\n{response}", response)
