@@ -212,6 +212,35 @@ def test_stream_announces_the_approval_once_and_keeps_alive(agent, mock_model, b
     assert lines[-1] == "data: [DONE]" or lines[-2] == "data: [DONE]"
 
 
+def test_a_plain_request_keeps_alive_with_whitespace_before_its_answer(agent, mock_model, background):
+    mock_model.script(native(call("delete_file", path="plain")), "Plain kept alive.")
+    body = {"model": "x", "session_id": "plain-1", "messages": [{"role": "user", "content": "plain"}]}
+    received: list[bytes] = []
+    status: list[int] = []
+
+    def read() -> None:
+        with httpx.stream("POST", agent.url + "/v1/chat/completions", json=body, timeout=60) as response:
+            status.append(response.status_code)
+            for piece in response.iter_raw(1):
+                received.append(piece)
+
+    done = background.submit(read)
+    [approval] = pending(agent, session_id="plain-1")
+    wait_until(lambda: received, 20, what="a keep-alive byte before the decision (after KEEPALIVE_SECONDS)")
+    assert status == [200] and b"".join(received).strip() == b""
+    decide(agent, approval["id"], "approve")
+    done.result(timeout=60)
+    answer = json.loads(b"".join(received))
+    assert answer["choices"][0]["message"]["content"] == "Plain kept alive."
+
+
+def test_a_plain_request_without_a_wait_answers_at_once_without_whitespace(agent, mock_model):
+    mock_model.script("No tools needed.")
+    response = httpx.post(agent.url + "/v1/chat/completions", timeout=60,
+                          json={"model": "x", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 200 and response.content.startswith(b"{")
+
+
 def test_decisions_need_a_key_when_auth_is_on(start, mock_model, approval_tools, background):
     key = "sk-approver-1"
     secured = gated_agent(start, mock_model, approval_tools, "secured", TOOL_APPROVAL_REQUIRED="delete_file",

@@ -53,7 +53,7 @@ class LoopRequest:
     continued: bool
     max_steps: int | None = None
     max_tokens: int | None = None
-    caller: str = "anonymous"  # who asked (the authenticated principal): an approval's requester
+    caller: str = "anonymous"  # who asked (the first of budget.caller_of): an approval's requester
 
 
 @dataclass

@@ -145,11 +145,12 @@ def _server(runtime):
             raise ToolError(error.detail) from None
         session = session_id or new_session_id()
         attributes = {"kaos.agent": config.name, "kaos.session_id": session, "kaos.depth": depth}
-        caller = caller_of(request) if request is not None else "anonymous"
+        callers = caller_of(request) if request is not None else None
         loop_request = LoopRequest(messages=[{"role": "user", "content": message}], session_id=session,
-                                   depth=depth, continued=session_id is not None, caller=caller)
+                                   depth=depth, continued=session_id is not None,
+                                   caller=callers[0] if callers else "anonymous")
         try:
-            await runtime.budget.enter(session, caller if request is not None else None)
+            await runtime.budget.enter(session, callers)
         except Exception as error:
             failed(error, request)
         if asks_for_approvals(ctx):  # the run goes on beside the request; a waiting call is asked about
@@ -205,7 +206,7 @@ def _server(runtime):
         run = runs.get(state.get("run", ""))
         if run is None:
             raise ToolError("this call's run is no longer here (the agent restarted, or it ended)")
-        by = caller_of(request) if request is not None else "anonymous"
+        by = caller_of(request)[0] if request is not None else "anonymous"
         for approval_id, response in (ctx.input_responses or {}).items():
             await run.apply(runtime.approvals, decision_of_elicitation(approval_id, response), by)
         return await outcome(state["run"], run, state.get("session", ""), request)

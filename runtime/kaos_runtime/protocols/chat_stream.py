@@ -9,7 +9,7 @@ ends with the ``finish_reason`` chunk, the ``usage`` chunk when the client asked
 memory met once the 200 is sent is one OpenAI-style error frame before that end (and the
 request's metric outcome is what the status would have said: ``budget_exceeded``, ``error``).
 
-``until_disconnected`` gives a non-streaming request the same: when its client (a user, or a
+A plain request gets the same from ``chat_plain.PlainChat``: when its client (a user, or a
 coordinator that delegated to this agent and was itself cancelled) goes away, the work stops.
 """
 
@@ -100,32 +100,11 @@ class SseSink:
         self._keepalives.clear()
 
 
-async def _disconnected(receive) -> None:
+async def disconnected(receive) -> None:
+    """Returns once the client has gone away (after the body has been read, the server answers
+    ``receive`` only then)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def _cancel_on_disconnect(receive, task: asyncio.Task) -> None:
-    await _disconnected(receive)
-    task.cancel()
-
-
-async def until_disconnected(work: Awaitable, receive):
-    """``await work``, cancelled if the client disconnects first (raises ClientGone then).
-
-    One watcher task per request listens on the ASGI ``receive`` (after the body has been
-    read, the server answers it only when the client goes away) and cancels this task."""
-    task = asyncio.current_task()
-    watcher = asyncio.get_running_loop().create_task(_cancel_on_disconnect(receive, task))
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if watcher.done() and not watcher.cancelled():
-            task.uncancel()
-            raise ClientGone() from None
-        raise
-    finally:
-        watcher.cancel()
 
 
 class ChatStream:
@@ -148,7 +127,7 @@ class ChatStream:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         sink = SseSink(send, self.model)
         work = asyncio.ensure_future(self._work(sink, scope))
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         try:
             await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
         finally:

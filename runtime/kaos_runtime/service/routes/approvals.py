@@ -30,7 +30,7 @@ def router(runtime: Runtime) -> APIRouter:
 
     def decider(request: Request) -> str:
         """The caller; for a decision a coordinator passes on, the person it came from too."""
-        caller, relayed = caller_of(request), request.headers.get(DECIDED_BY_HEADER, "").strip()
+        caller, relayed = caller_of(request)[0], request.headers.get(DECIDED_BY_HEADER, "").strip()
         return f"{relayed[:200]} via {caller}" if relayed else caller
 
     async def listing(request: Request) -> Response:

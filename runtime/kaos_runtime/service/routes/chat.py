@@ -15,6 +15,7 @@ from ...core.budget import caller_of
 from ...loop.agent import LoopRequest
 from ...memory import new_session_id
 from ...protocols import openai_format
+from ...protocols.chat_plain import PlainChat
 from ...protocols.chat_request import (
     MAX_STEPS_HEADER,
     MAX_TOKENS_HEADER,
@@ -26,7 +27,7 @@ from ...protocols.chat_request import (
     parse_depth,
     parse_session_header,
 )
-from ...protocols.chat_stream import ChatStream, ClientGone, until_disconnected
+from ...protocols.chat_stream import ChatStream
 from ..responses import json_response
 from ..runtime import Runtime
 
@@ -53,31 +54,32 @@ def router(runtime: Runtime) -> APIRouter:
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
         given = parse_session_header(request.headers.get(SESSION_HEADER), SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
-        caller = caller_of(request)
-        await runtime.budget.enter(session_id, caller)  # 429 now if a budget is spent
+        callers = caller_of(request)
+        await runtime.budget.enter(session_id, callers)  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
-                                   continued=given is not None, caller=caller,
+                                   continued=given is not None, caller=callers[0],
                                    max_steps=parse_bound(request.headers.get(MAX_STEPS_HEADER), MAX_STEPS_HEADER),
                                    max_tokens=parse_bound(request.headers.get(MAX_TOKENS_HEADER), MAX_TOKENS_HEADER))
 
-        async def run(sink=None):
+        async def run(sink=None, watcher=None):
             with runtime.telemetry.server_span("chat", request.headers, attributes):
-                return await runtime.agent.run(loop_request, sink, watcher=sink)
+                return await runtime.agent.run(loop_request, sink, watcher=watcher or sink)
 
         headers = {SESSION_HEADER: session_id}
         model = body.model or config.name
         if body.stream:  # the answer's tokens go out as the model produces them
             await runtime.memory.check()  # a shared memory that is down: 503 now, not a broken stream
             return ChatStream(run, model, body.include_usage, headers)
-        try:
-            answer = await until_disconnected(run(), request.receive)
-        except ClientGone:
-            return Response(status_code=499)  # nobody is listening any more
-        if answer.stopped:
-            headers[STOPPED_HEADER] = answer.stopped
-        return json_response(openai_format.completion(model, answer.content, session_id, answer.usage),
-                             headers=headers)
+
+        def completion(answer) -> dict:
+            return openai_format.completion(model, answer.content, session_id, answer.usage)
+
+        def respond(answer) -> Response:
+            stopped = {STOPPED_HEADER: answer.stopped} if answer.stopped else {}
+            return json_response(completion(answer), headers={**headers, **stopped})
+
+        return PlainChat(lambda watcher: run(watcher=watcher), respond, completion, headers)
 
     routes.add_route("/v1/chat/completions", chat, methods=["POST"])
     return routes
