@@ -36,10 +36,11 @@ class _Pending:
     """The run's approval watcher: set once a call of the run waits."""
 
     def __init__(self) -> None:
-        self.waiting = asyncio.Event()
+        self.waiting = asyncio.get_running_loop().create_future()
 
     async def approval_pending(self, approval) -> None:
-        self.waiting.set()
+        if not self.waiting.done():
+            self.waiting.set_result(None)
 
     async def approval_settled(self, approval) -> None:
         pass
@@ -74,7 +75,7 @@ class PlainChat:
         pending = _Pending()
         work = asyncio.ensure_future(self.run(pending))
         gone = asyncio.ensure_future(disconnected(receive))
-        waiting = asyncio.ensure_future(pending.waiting.wait())
+        waiting = pending.waiting
         try:
             await asyncio.wait((work, gone, waiting), return_when=asyncio.FIRST_COMPLETED)
             if waiting.done() and not work.done() and not gone.done():  # a decision quicker than this keeps its status
