@@ -38,13 +38,25 @@ def pending(cluster: RealCluster, namespace: str) -> list[str]:
     return sorted(name for name, (_, status) in last.items() if status in PENDING)
 
 
-def kill_operator(cluster: RealCluster) -> None:
-    """SIGKILL to every process of the operator's container, through the node's containerd."""
+def operator_killer(cluster: RealCluster) -> list[str]:
+    """The command that sends SIGKILL to every process of the operator's container, through the
+    node's containerd (prepared ahead, so that it runs at once when a release turns pending)."""
     pod = cluster.json("get", "pods", "-n", "kaos-system", "-l", "app.kubernetes.io/component=operator")["items"][0]
     container = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
-    subprocess.run([str(cluster.state / "bin" / "ctr"), "--address", str(cluster.state / "containerd" / "containerd.sock"),
-                    "-n", "k8s.io", "tasks", "kill", "-a", "-s", "SIGKILL", container],
-                   check=True, capture_output=True, timeout=30)
+    return [str(cluster.state / "bin" / "ctr"), "--address", str(cluster.state / "containerd" / "containerd.sock"),
+            "-n", "k8s.io", "tasks", "kill", "-a", "-s", "SIGKILL", container]
+
+
+def kill_when_pending(cluster: RealCluster, namespace: str, kill: list[str], timeout: float = 60) -> None:
+    """Polls helm's storage Secrets every few milliseconds; kills the operator at the first
+    pending revision (an upgrade's window is a fraction of a second)."""
+    path = f"/api/v1/namespaces/{namespace}/secrets"
+    selector = f"owner=helm,status in ({','.join(PENDING)})"
+    with cluster.api() as api:
+        def seen() -> bool:
+            return bool(api.get(path, params={"labelSelector": selector}).json()["items"])
+        wait_until(seen, timeout=timeout, interval=0.005, what="a release pending")
+    subprocess.run(kill, check=True, capture_output=True, timeout=30)
 
 
 def operator_ready(cluster: RealCluster) -> bool:
@@ -73,9 +85,9 @@ def test_the_operator_killed_during_a_rollout_resumes_without_a_duplicate_releas
     caught = None
     for wave in ("1", "2", "3"):  # until a kill lands while helm has a release pending
         wait_until(lambda: operator_ready(real_cluster), timeout=300, interval=1, what="the operator ready")
+        kill = operator_killer(real_cluster)
         real_cluster.kubectl("apply", "-n", namespace, "-f", "-", input=as_list(*(with_wave(n, wave) for n in AGENTS)))
-        wait_until(lambda: pending(real_cluster, namespace), timeout=60, interval=0.05, what="a release pending")
-        kill_operator(real_cluster)
+        kill_when_pending(real_cluster, namespace, kill)
         caught = pending(real_cluster, namespace)
         if caught:
             break
@@ -85,11 +97,15 @@ def test_the_operator_killed_during_a_rollout_resumes_without_a_duplicate_releas
 
     wait_until(lambda: all(rolled_out(real_cluster, namespace, n, wave) for n in AGENTS), timeout=400, interval=2,
                what=f"wave {wave} rolled out after the operator's crash (left pending: {caught})")
-    # A pending revision is taken over once KAOS_HELM_STALE_SECONDS (60) old, at a retry (backoff 5, 10, 20, 40 s...).
-    wait_until(lambda: not pending(real_cluster, namespace), timeout=240, interval=1, what="no release pending")
-    releases = helm_releases(real_cluster, namespace)
-    assert sorted(releases) == sorted([f"agent-{n}" for n in AGENTS] + ["modelapi-llm"])
-    assert {release["status"] for release in releases.values()} == {"deployed"}
+    # A pending revision is taken over once KAOS_HELM_STALE_SECONDS (60) old, at a retry (backoff
+    # 5, 10, 20, 40 s...): a rollback, then the upgrade (pending for a moment in its turn).
+    expected = sorted([f"agent-{n}" for n in AGENTS] + ["modelapi-llm"])
+
+    def all_deployed() -> dict[str, str]:
+        statuses = {name: release["status"] for name, release in helm_releases(real_cluster, namespace).items()}
+        return statuses if sorted(statuses) == expected and set(statuses.values()) == {"deployed"} else {}
+    wait_until(all_deployed, timeout=240, interval=1, what=f"one deployed release each (left pending: {caught})")
+    assert not pending(real_cluster, namespace)
     for name in AGENTS:
         deployments = real_cluster.json("get", "deployments", "-n", namespace,
                                         "-l", f"app.kubernetes.io/instance=agent-{name}")["items"]
