@@ -461,10 +461,19 @@ def deploy_and_wait(resource: dict, namespace: str, timeout: float = 120) -> str
     if not DATAPLANE:
         wait_for_status(resource["kind"], name, namespace, "Ready", timeout=timeout)
         return url
-    probe = {"Agent": "/health", "ModelAPI": "/health/liveliness", "MCPServer": None}[resource["kind"]]
+    probe = _gateway_probe(resource)
     if probe:
         wait_for_resource_ready(url, timeout=timeout, path=probe)
     return url
+
+
+def _gateway_probe(resource: dict) -> str | None:
+    """The path that answers 200 through the gateway once the workload serves there (in a
+    cluster the Gateway's route and endpoints lag the Deployment); an MCP server of another
+    runtime than python-string may have none."""
+    if resource["kind"] == "MCPServer":
+        return "/health" if (resource.get("spec") or {}).get("runtime") == "python-string" else None
+    return {"Agent": "/health", "ModelAPI": "/health/liveliness"}[resource["kind"]]
 
 
 def kill_workload(namespace: str, name: str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,11 @@ from kaos.settings import Settings, variable
 
 MESSAGE_LIMIT = 2000
 HELM_DEBUG_HINT = "Use --debug flag to render out invalid YAML"
+# What helm says when a release's last revision is still pending (an operation under way, or
+# one whose helm process died: helm cannot tell them apart).
+IN_PROGRESS = "another operation (install/upgrade/rollback) is in progress"
+_Status = pyhelm3.ReleaseRevisionStatus
+INTERRUPTED = {_Status.PENDING_INSTALL, _Status.PENDING_UPGRADE, _Status.PENDING_ROLLBACK, _Status.UNINSTALLING}
 
 
 class HelmError(RuntimeError):
@@ -64,6 +70,7 @@ class Helm:
     def __init__(self, settings: Settings):
         self.charts_dir = Path(settings.charts_dir)
         self.executable = helm_program(settings)
+        self.stale_after = settings.helm_stale_seconds
         self._client: pyhelm3.Client | None = None
         self._charts: dict[str, Any] = {}
 
@@ -98,15 +105,46 @@ class Helm:
         return [document for document in documents if document]
 
     async def apply(self, chart_name: str, release: str, namespace: str, values: dict) -> int:
-        """``helm upgrade --install`` without --wait or rollback; returns the revision number."""
+        """``helm upgrade --install`` without --wait or rollback; returns the revision number.
+
+        A release left pending by an interrupted operation is first taken over
+        (:meth:`finish_interrupted`), else helm would refuse every upgrade of it."""
         chart = await self.chart(chart_name)
-        revision = await self._call(
-            self.client.install_or_upgrade_release(
-                release, chart, values, namespace=namespace, atomic=False, wait=False, create_namespace=False
-            ),
-            f"upgrade --install {release}",
-        )
+
+        def upgrade():
+            return self._call(self.client.install_or_upgrade_release(
+                release, chart, values, namespace=namespace, atomic=False, wait=False, create_namespace=False,
+            ), f"upgrade --install {release}")
+
+        try:
+            revision = await upgrade()
+        except HelmError as error:
+            if IN_PROGRESS not in str(error):
+                raise
+            if not await self.finish_interrupted(release, namespace):
+                raise HelmError(f"{error} (the operator takes over a pending operation once it is "
+                                f"{self.stale_after:g} s old, as interrupted)", error.command) from None
+            revision = await upgrade()
         return revision.revision
+
+    async def finish_interrupted(self, release: str, namespace: str) -> bool:
+        """Ends the pending operation of a release whose helm process died (with the operator's
+        pod, say): a rollback to the revision before it, or, for an install or uninstall that
+        never finished, an uninstall. True when it did.
+
+        The operator is the only writer of its releases, but for a moment two operator pods may
+        overlap in a rollout of the operator itself: a pending revision counts as interrupted
+        only once it is ``stale_after`` seconds old (KAOS_HELM_STALE_SECONDS); the operator's
+        own helm commands never wait for the workloads, so they end well within that.
+        """
+        current = await self._current_revision(release, namespace)
+        if current is None or current.status not in INTERRUPTED or _age_seconds(current.updated) < self.stale_after:
+            return False
+        if current.status in (_Status.PENDING_INSTALL, _Status.UNINSTALLING):
+            await self._call(current.release.uninstall(wait=False), f"uninstall {release}")
+        else:
+            await self._call(current.release.rollback(wait=False), f"rollback {release}")
+        return True
 
     async def deployed_revision(self, chart_name: str, release: str, namespace: str, values: dict) -> int | None:
         """The release's current revision when an upgrade would change nothing: it is deployed,
@@ -115,13 +153,8 @@ class Helm:
 
         Lets a restarted operator resume without writing a new revision of every release.
         """
-        try:
-            current = await self.client.get_current_revision(release, namespace=namespace)
-        except helm_errors.ReleaseNotFoundError:
-            return None
-        except helm_errors.Error as error:
-            raise HelmError(_helm_message(error), f"status {release}") from None
-        if current.status != pyhelm3.ReleaseRevisionStatus.DEPLOYED:
+        current = await self._current_revision(release, namespace)
+        if current is None or current.status != _Status.DEPLOYED:
             return None
         deployed_values = await self._call(current.values(), f"get values {release}")
         if _as_json(deployed_values or {}) != _as_json(values):
@@ -130,6 +163,15 @@ class Helm:
         if _as_json(deployed) != _as_json(await self.render(chart_name, release, namespace, values)):
             return None
         return current.revision
+
+    async def _current_revision(self, release: str, namespace: str):
+        """``helm status``: the release's last revision, None when there is no such release."""
+        try:
+            return await self.client.get_current_revision(release, namespace=namespace)
+        except helm_errors.ReleaseNotFoundError:
+            return None
+        except helm_errors.Error as error:
+            raise HelmError(_helm_message(error), f"status {release}") from None
 
     async def uninstall(self, release: str, namespace: str) -> None:
         """``helm uninstall``; a release that does not exist counts as uninstalled."""
@@ -141,3 +183,9 @@ class Helm:
             return await awaitable
         except helm_errors.Error as error:
             raise HelmError(_helm_message(error), command) from None
+
+
+def _age_seconds(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - moment).total_seconds()

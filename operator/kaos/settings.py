@@ -118,10 +118,12 @@ class Settings(BaseSettings):
     health_host: str = "0.0.0.0"
     operator_namespace: str = ""
     # Operator tuning, not published by the platform chart: how often each resource's kopf
-    # timer compares its dependencies and Deployment with what it last wrote, and the first
-    # delay before retrying a failed helm command (doubling up to 5 minutes).
+    # timer compares its dependencies and Deployment with what it last wrote, the first
+    # delay before retrying a failed helm command (doubling up to 5 minutes), and the age at
+    # which a release's pending helm operation counts as interrupted (its helm process died).
     resync_seconds: PositiveFloat = 1.0
     helm_retry_seconds: PositiveFloat = 5.0
+    helm_stale_seconds: PositiveFloat = 60.0
     # Where `kaos up` records its control plane and keeps logs and volumes.
     home: Path = Field(default_factory=lambda: Path.home() / ".kaos")
     # `kaos up` installs a missing workload program (kaos-runtime, litellm's proxy, llama.cpp's

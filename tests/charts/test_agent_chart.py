@@ -105,6 +105,13 @@ def test_pod_labels_name_each_peer_the_modelapi_and_each_mcp_server():
     assert labels["kaos.tools/agent"] == "coordinator"
 
 
+def test_an_external_mcp_server_at_a_kaos_workload_adds_that_workloads_access_label():
+    docs = agent(mcpServers=[{"name": "helper-tool", "url": "http://agent-helper.team.svc.cluster.local:8000/mcp",
+                              "external": True, "reaches": {"kind": "agent", "name": "helper"}}])
+    labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert labels["kaos.tools/uses-mcp-helper-tool"] == labels["kaos.tools/peer-helper"] == "true"
+
+
 def test_route_only_with_the_gateway_prefix_rewritten_to_root():
     assert "HTTPRoute" not in kinds(agent())
     docs = agent(gateway={"enabled": True, "parentRef": {"name": "gw", "namespace": "infra"}, "timeout": "120s"})

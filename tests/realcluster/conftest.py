@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import yaml
+
+from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,6 +29,19 @@ ROOT = Path(__file__).resolve().parents[2]
 class RealCluster:
     kubeconfig: str
     gateway_url: str
+
+    @property
+    def state(self) -> Path:
+        """scripts/cluster's state folder (its kubeconfig lives there)."""
+        return Path(self.kubeconfig).parent
+
+    def api(self) -> httpx.Client:
+        """A client of the apiserver with the admin's certificate: for polls faster than kubectl."""
+        config = yaml.safe_load(Path(self.kubeconfig).read_text())
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        context = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        context.load_cert_chain(user["client-certificate"], user["client-key"])
+        return httpx.Client(base_url=cluster["server"], verify=context, timeout=10)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, *args], input=input,
@@ -33,6 +52,31 @@ class RealCluster:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def phases(self, namespace: str, resources: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """``kind/name``: the status.phase of each KAOS resource ("" before the operator wrote one)."""
+        return {f"{kind}/{name}": (self.json("get", kind, name, "-n", namespace).get("status") or {}).get("phase", "")
+                for kind, name in resources}
+
+    def wait_ready(self, namespace: str, resources: Iterable[tuple[str, str]], timeout: float = 240) -> None:
+        """Polls until every resource's phase is Ready; fails with the phases and the pods."""
+        resources = list(resources)
+        try:
+            wait_until(lambda: set(self.phases(namespace, resources).values()) == {"Ready"},
+                       timeout=timeout, interval=1, what=f"{len(resources)} resources Ready")
+        except AssertionError:
+            pods = self.kubectl("get", "pods", "-n", namespace, check=False).stdout
+            raise AssertionError(f"{self.phases(namespace, resources)}\n{pods}") from None
+
+    def gateway_post(self, path: str, body: dict, timeout: float = 60) -> httpx.Response:
+        """POSTs through the Gateway once its route and endpoints serve (404 and 5xx until then)."""
+        def answer() -> httpx.Response | None:
+            try:
+                response = httpx.post(f"{self.gateway_url}{path}", json=body, timeout=120)
+            except httpx.HTTPError:
+                return None
+            return response if response.status_code != 404 and response.status_code < 500 else None
+        return wait_until(answer, timeout=timeout, interval=1, what=f"an answer through the Gateway at {path}")
 
 
 def _status() -> dict[str, str] | None:

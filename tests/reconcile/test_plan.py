@@ -3,6 +3,7 @@ import pytest
 from kaos import crds
 from kaos.api import API_VERSION
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, Ref, dependencies, plan, resolve_model
+from kaos.reconcile.endpoints import workload_of_url
 from kaos.settings import Settings
 from tests.reconcile.builders import NS, agent, endpoint_of, mcpserver, modelapi
 
@@ -144,6 +145,36 @@ def test_external_mcp_server_url_is_the_dependency_url():
     external = mcpserver(url="https://tools.example.com/mcp", params="")
     values = plan(agent(mcp=["tools"]), observed_of(modelapi(), external), SETTINGS, endpoint_of).values
     assert values["mcpServers"] == [{"name": "tools", "url": "https://tools.example.com/mcp", "external": True}]
+
+
+def test_an_external_mcp_server_at_a_kaos_agent_reaches_that_agent():
+    """An agent's /mcp as an MCPServer (agents as tools): the caller's pods need the agent's
+    access label, or its NetworkPolicy refuses them."""
+    at_helper = mcpserver("helper-tool", url=f"http://agent-helper.{NS}.svc.cluster.local:8000/mcp", params="")
+    elsewhere = mcpserver("remote", url=f"http://agent-helper.{NS}.example.com/mcp", params="")
+    values = plan(agent(mcp=["helper-tool", "remote"]), observed_of(modelapi(), at_helper, elsewhere),
+                  SETTINGS, endpoint_of).values
+    assert values["mcpServers"] == [
+        {"name": "helper-tool", "url": at_helper["spec"]["url"], "external": True,
+         "reaches": {"kind": "agent", "name": "helper"}},
+        {"name": "remote", "url": elsewhere["spec"]["url"], "external": True}]
+
+
+def test_reaching_a_peer_already_labelled_adds_nothing():
+    at_worker = mcpserver("worker-tool", url="http://agent-worker:8000/mcp", params="")
+    values = plan(agent(mcp=["worker-tool"], access=["worker"]), observed_of(modelapi(), at_worker, agent("worker")),
+                  SETTINGS, endpoint_of).values
+    assert values["mcpServers"] == [{"name": "worker-tool", "url": "http://agent-worker:8000/mcp", "external": True}]
+
+
+def test_workload_of_url_names_only_services_of_the_namespace():
+    assert workload_of_url("http://agent-helper:8000/mcp", "team") == ("agent", "helper")
+    assert workload_of_url("http://modelapi-llm.team.svc:8000", "team") == ("modelapi", "llm")
+    assert workload_of_url("http://mcpserver-tools.team.svc.cluster.local:8000/mcp", "team") == ("mcpserver", "tools")
+    assert workload_of_url("http://agent-helper.other.svc:8000/mcp", "team") is None
+    assert workload_of_url("https://agent-helper.team.example.com/mcp", "team") is None
+    assert workload_of_url("https://tools.example.com/mcp", "team") is None
+    assert workload_of_url("http://agent-:8000", "team") is None
 
 
 def test_agent_values_follow_the_chart_contract():

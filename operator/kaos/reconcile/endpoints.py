@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from kaos.reconcile.hosted import OLLAMA, engine
 from kaos.reconcile.refs import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
@@ -31,6 +32,21 @@ def mcp_path(resource: Mapping[str, Any], settings) -> str:
 
 def cluster_url(kind: str, namespace: str, name: str, port: int, cluster_domain: str) -> str:
     return f"http://{CHART_OF[kind]}-{name}.{namespace}.svc.{cluster_domain}:{port}"
+
+
+def workload_of_url(url: str, namespace: str) -> tuple[str, str] | None:
+    """The KAOS workload, as (chart, name), whose Service in ``namespace`` the URL's host names
+    (``agent-helper``, ``agent-helper.team``, ``agent-helper.team.svc[.<cluster domain>]``);
+    None for any other host. NetworkPolicy peers by pod label are namespace-local, hence only
+    ``namespace``."""
+    service, _, rest = (urlsplit(url).hostname or "").partition(".")
+    labels = rest.split(".") if rest else []
+    if labels and (labels[0] != namespace or (len(labels) > 1 and labels[1] != "svc")):
+        return None
+    for chart in CHART_OF.values():
+        if service.startswith(f"{chart}-") and len(service) > len(chart) + 1:
+            return chart, service[len(chart) + 1:]
+    return None
 
 
 def cluster_endpoint_of(settings, known: Mapping[Ref, Mapping[str, Any] | None]) -> EndpointOf:

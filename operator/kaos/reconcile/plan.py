@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.api import name_too_long
-from kaos.reconcile.endpoints import EndpointOf, endpoint
+from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
 from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf
 from kaos.reconcile.models import (
     ModelConfigError,
@@ -229,12 +229,14 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         return endpoint(observed[r], settings, endpoint_of)
 
     present = [r for r in refs if observed.get(r) is not None]
+    peers = [{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT]
     values = agent_values(
         resource,
         settings,
         model_api_url=url(modelapi_ref) if modelapi is not None else "",
-        mcp_servers=[_mcp_entry(r, observed[r], url(r)) for r in present if r.kind == MCPSERVER],
-        peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
+        mcp_servers=_reaching_once([_mcp_entry(r, observed[r], url(r)) for r in present if r.kind == MCPSERVER],
+                                   peers, spec.get("modelAPI", "")),
+        peers=peers,
         default_model=default_model,
         model_tool_calling=((modelapi or {}).get("spec") or {}).get("toolCalling") or "",
         model_api_budget=((modelapi or {}).get("spec") or {}).get("budget"),
@@ -244,9 +246,31 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
 
 
 def _mcp_entry(ref: Ref, server: Mapping[str, Any], url: str) -> dict[str, Any]:
-    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential."""
-    external = bool((server.get("spec") or {}).get("url"))
-    return {"name": ref.name, "url": url, **({"external": True} if external else {})}
+    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential.
+
+    An external one at a KAOS workload's Service (an agent's /mcp, say) ``reaches`` it: the
+    agent's pods carry that workload's access label, or its NetworkPolicy would refuse them."""
+    if not (server.get("spec") or {}).get("url"):
+        return {"name": ref.name, "url": url}
+    workload = workload_of_url(url, ref.namespace)
+    reaches = {"reaches": {"kind": workload[0], "name": workload[1]}} if workload else {}
+    return {"name": ref.name, "url": url, "external": True, **reaches}
+
+
+def _reaching_once(mcp_servers: list[dict[str, Any]], peers: list[dict[str, str]], modelapi: str) -> list[dict]:
+    """The entries without a ``reaches`` whose access label the agent's pods carry already
+    (a peer, its ModelAPI, one of its MCP servers, an earlier entry): labels are a map."""
+    labelled = {("agent", p["name"]) for p in peers} | {("modelapi", modelapi)}
+    labelled |= {("mcpserver", m["name"]) for m in mcp_servers}
+    entries = []
+    for entry in mcp_servers:
+        reaches = entry.get("reaches")
+        if reaches and (reaches["kind"], reaches["name"]) in labelled:
+            entry = {k: v for k, v in entry.items() if k != "reaches"}
+        elif reaches:
+            labelled.add((reaches["kind"], reaches["name"]))
+        entries.append(entry)
+    return entries
 
 
 def _check_memory(spec: Mapping[str, Any], settings) -> None:
