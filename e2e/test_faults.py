@@ -1,5 +1,8 @@
 """Faults: a worker's process is killed; the coordinator still answers and the worker comes back."""
 
+import asyncio
+import subprocess
+
 import httpx
 import pytest
 
@@ -16,6 +19,21 @@ from e2e.conftest import (
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
+
+
+def reaches(namespace: str, client: str, service: str) -> bool:
+    """Whether the client Deployment's pod connects to the Service (kubectl exec, the image's python3)."""
+    probe = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)"
+    result = subprocess.run(["kubectl", "exec", "-n", namespace, f"deploy/{client}", "--", "python3", "-c", probe,
+                             f"http://{service}:8000/health"], capture_output=True, text=True, timeout=30)
+    return result.returncode == 0
+
+
+async def wait_reachable(namespace: str, client: str, service: str, timeout: float = 60) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await asyncio.to_thread(reaches, namespace, client, service):
+        assert asyncio.get_running_loop().time() < deadline, f"{client}'s pod never reached the Service {service}"
+        await asyncio.sleep(0.5)
 
 
 async def test_killed_worker_coordinator_survives_and_worker_returns(test_namespace, shared_modelapi):
@@ -43,6 +61,8 @@ async def test_killed_worker_coordinator_survives_and_worker_returns(test_namesp
     # the worker is restarted (with backoff) and the coordinator reaches it again
     wait_for_resource_ready(worker_url, timeout=120)
     wait_for_status("Agent", "fragile-worker", test_namespace, "Ready", timeout=120)
+    if BACKEND == "cluster":  # the Gateway reaches a new pod before kube-proxy's rules for its Service do
+        await wait_reachable(test_namespace, "agent-fragile-lead", "agent-fragile-worker")
     response = await chat(coord_url, "Try the fragile task again.")
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "The worker is back."
