@@ -15,7 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.console.conftest import ROOT, Kaos, fenced
+from tests.console.conftest import ROOT, fenced
+from tests.support.kaos_cli import Kaos, kaos_running
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(400)
@@ -45,12 +46,8 @@ def scripted(folder: Path, script: list[str]) -> Path:
 @pytest.fixture(scope="module")
 def kaos(tmp_path_factory):
     base = tmp_path_factory.mktemp("approvals-cli")
-    kaos = Kaos(base / "home", scripted(base / "manifests", SCRIPT))
-    try:
-        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+    with kaos_running(base / "home", scripted(base / "manifests", SCRIPT)) as kaos:
         yield kaos
-    finally:
-        kaos.down()
 
 
 class Chat(threading.Thread):

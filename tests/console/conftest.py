@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.kaos_cli import Kaos
+from tests.support.kaos_cli import Kaos, kaos_running
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +62,8 @@ def scripted_quickstart(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def kaos_up(tmp_path_factory) -> Kaos:
     base = tmp_path_factory.mktemp("console")
-    kaos = Kaos(base / "home", scripted_quickstart(base / "manifests"))
-    try:
-        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+    with kaos_running(base / "home", scripted_quickstart(base / "manifests")) as kaos:
         yield kaos
-    finally:
-        kaos.down()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.cli.test_approvals_cli import APPROVED_ANSWER, REJECTED_ANSWER, SCRIPT, scripted
-from tests.console.conftest import Kaos, eventually_true, opened_page
+from tests.console.conftest import eventually_true, opened_page
+from tests.support.kaos_cli import kaos_running
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -19,12 +20,8 @@ pytestmark = pytest.mark.timeout(400)
 @pytest.fixture(scope="module")
 def kaos(tmp_path_factory):
     base = tmp_path_factory.mktemp("approvals-console")
-    kaos = Kaos(base / "home", scripted(base / "manifests", SCRIPT))
-    try:
-        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+    with kaos_running(base / "home", scripted(base / "manifests", SCRIPT)) as kaos:
         yield kaos
-    finally:
-        kaos.down()
 
 
 def ask(page, text: str) -> None:

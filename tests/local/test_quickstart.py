@@ -9,19 +9,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.kaos_cli import Kaos
+from tests.support.kaos_cli import Kaos, kaos_running
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
-    kaos = Kaos(tmp_path_factory.mktemp("quickstart") / "home", QUICKSTART)
-    try:
-        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+    with kaos_running(tmp_path_factory.mktemp("quickstart") / "home", QUICKSTART) as kaos:
         yield kaos
-    finally:
-        kaos.down()
 
 
 def event_types(kaos: Kaos, agent: str) -> list[str]:

@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from kaos.cli.client import Client
 from kaos.local.ports import free_port
@@ -42,3 +44,14 @@ class Kaos:
     def down(self) -> None:
         self.kaos("down", timeout=90)
         self.client.close()
+
+
+@contextmanager
+def kaos_running(home: Path, manifests: Path) -> Iterator[Kaos]:
+    """`kaos up --detach` of ``manifests`` (failing with its output when it fails), then `kaos down`."""
+    kaos = Kaos(home, manifests)
+    try:
+        assert kaos.up.returncode == 0, f"kaos up failed:\n{kaos.up.stdout}\n{kaos.up.stderr}"
+        yield kaos
+    finally:
+        kaos.down()
