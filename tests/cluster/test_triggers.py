@@ -190,11 +190,12 @@ def test_an_operator_restart_neither_fires_twice_nor_loses_a_due_run(cluster, op
         cursor = Schedule(every).next_after(cursor)
     assert len(between) >= 1, (missed, scheduled)
     history = status(cluster, namespace, "steady")["history"]
-    # (A due time that comes while a run is in progress is Skipped too, by concurrencyPolicy Forbid.)
-    skipped = [e for e in history if e["outcome"] == SKIPPED and "missed while no control plane" in e["summary"]]
+    # (A due time that comes while a run is in progress is Skipped too, by concurrencyPolicy Forbid,
+    # and on a loaded machine the restarted operator can fall behind a 5 s schedule: more entries.)
+    skipped = [e for e in history if e["outcome"] == SKIPPED and timestamp(between[0]) in e["summary"]]
     assert len(skipped) == 1, history
     assert skipped[0]["summary"].startswith(f"skipped: {len(between)} due time(s) missed while no control plane was "
-                                            f"running ({timestamp(between[0])}")
+                                            f"running, or it fell behind ({timestamp(between[0])}")
     assert f"the run due at {timestamp(scheduled)} catches up for them" in skipped[0]["summary"]
     times = [e["scheduledTime"] for e in history if e["outcome"] != SKIPPED and e.get("scheduledTime")]
     assert len(times) == len(set(times)), f"a due time fired twice: {times}"

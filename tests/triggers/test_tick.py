@@ -28,8 +28,8 @@ def test_a_restart_catches_up_with_one_run_and_says_what_it_skipped():
     spec = trigger_spec(trigger(schedule="0 * * * *"))
     tick = schedule_tick(spec, at("2026-03-01T01:00:00"), CREATED, at("2026-03-01T04:10:00"))
     assert tick.run == at("2026-03-01T04:00:00")
-    assert tick.skipped == ("skipped: 2 due time(s) missed while no control plane was running "
-                            "(2026-03-01T02:00:00Z to 2026-03-01T03:00:00Z); the run due at "
+    assert tick.skipped == ("skipped: 2 due time(s) missed while no control plane was running, or it fell "
+                            "behind (2026-03-01T02:00:00Z to 2026-03-01T03:00:00Z); the run due at "
                             "2026-03-01T04:00:00Z catches up for them")
 
 

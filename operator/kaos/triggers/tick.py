@@ -42,5 +42,5 @@ def schedule_tick(spec: TriggerSpec, last_run: datetime | None, created: datetim
             span += f" to {timestamp(found.skipped[-1])}"
         why = (f"the run due at {timestamp(found.run)} catches up for them" if found.run else
                f"older than startingDeadlineSeconds ({spec.starting_deadline:g} s)")
-        reason = f"skipped: {count} due time(s) missed while no control plane was running ({span}); {why}"
+        reason = f"skipped: {count} due time(s) missed while no control plane was running, or it fell behind ({span}); {why}"
     return Tick(found.run, reason, found.skipped[-1] if found.skipped else None, found.handled, found.next_run)
