@@ -75,6 +75,21 @@ def wait_ready(env: dict, namespace: str, count: int, timeout: float) -> float:
     raise SystemExit(f"not all Ready in {namespace} within {timeout:.0f} s: {phases(env, namespace)}")
 
 
+def wait_serving(url: str, timeout: float) -> None:
+    """Until a chat completion at ``url`` answers 200: the Gateway serves a route a moment after
+    the agent turns Ready (Traefik hears of its endpoints by its own watch)."""
+    began = time.perf_counter()
+    body = {"model": "bench", "messages": [{"role": "user", "content": "hi"}]}
+    while time.perf_counter() - began < timeout:
+        try:
+            if httpx.post(url, json=body, timeout=10).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer 200 within {timeout:.0f} s")
+
+
 def scripted_agent(replies: int) -> list[dict]:
     """The quickstart's ModelAPI and an agent that answers from DEBUG_MOCK_RESPONSES only."""
     modelapi = yaml.safe_load((QUICKSTART / "01-modelapi.yaml").read_text())
@@ -111,7 +126,10 @@ async def load(url: str, requests: int, concurrency: int) -> tuple[list[float], 
     async def worker(client: httpx.AsyncClient) -> None:
         for _ in queue:
             began = time.perf_counter()
-            response = await client.post(url, json=body)
+            try:
+                response = await client.post(url, json=body)
+            except httpx.HTTPError as error:
+                raise SystemExit(f"{url}: {error!r}") from None
             latencies.append((time.perf_counter() - began) * 1000)
             if response.status_code != 200:
                 raise SystemExit(f"{url}: {response.status_code} {response.text[:200]}")
@@ -179,6 +197,8 @@ def main() -> int:
         idle = pod_memory_mib(env, namespace, "agent-bench-")
         urls = {"cluster Gateway (Traefik)": f"{gateway}/{namespace}/agent/bench/v1/chat/completions",
                 "kaos up gateway": f"http://127.0.0.1:{port}/default/agent/bench/v1/chat/completions"}
+        for url in urls.values():
+            wait_serving(url, 60)
         results: dict[str, list[tuple[list[float], float]]] = {label: [] for label in urls}
         for round_ in range(args.rounds):
             order = list(urls) if round_ % 2 == 0 else list(reversed(urls))

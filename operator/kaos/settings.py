@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     litellm_image_tag: str = "main-v1.106.2"
     litellm_image_pull_policy: str = "IfNotPresent"
     ollama_image_repository: str = "ollama/ollama"
-    ollama_image_tag: str = "0.12.6"
+    ollama_image_tag: str = "0.17.4"
     ollama_image_pull_policy: str = "IfNotPresent"
     # A Hosted ModelAPI on llama.cpp: the llama.cpp project's server image, and the image of the
     # init step that fetches its GGUF (pip install of a package, or a download) into a volume.

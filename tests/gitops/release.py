@@ -26,6 +26,18 @@ def next_release(folder: Path) -> tuple[Path, dict[str, str]]:
     return charts, {chart: next_patch_version(charts / chart / "Chart.yaml") for chart in RELEASED_CHARTS}
 
 
+def charts_with_a_new_agent_field(folder: Path) -> tuple[Path, dict[str, str]]:
+    """A next release of this checkout's charts whose Agent CRD has one more optional field
+    (spec.owner); (the charts, chart -> new version)."""
+    charts, versions = next_release(folder)
+    path = charts / "kaos" / "files" / "crds" / "agent.yaml"
+    agent = yaml.safe_load(path.read_text())
+    spec = agent["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["owner"] = {"type": "string", "description": "Who answers for this agent."}
+    path.write_text(yaml.safe_dump(agent, sort_keys=False))
+    return charts, versions
+
+
 def next_patch_version(chart_yaml: Path) -> str:
     version = yaml.safe_load(chart_yaml.read_text())["version"]
     major, minor, patch = version.split(".")

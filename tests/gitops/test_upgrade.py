@@ -19,14 +19,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kaos.api import AGENT, KINDS
 from tests.cluster.platform import NAMESPACE, RELEASE, helm, resource, start_operator, wait_ready
 from tests.cluster.test_reconcile import EXAMPLES, manifests
 from tests.gitops.platform import KAOS_CRDS, crd, remove_platform, wait_operator_available
 from tests.gitops.readiness import INTERVAL, ReadinessWatch
-from tests.gitops.release import deployment, next_release, rolled_to
+from tests.gitops.release import charts_with_a_new_agent_field, deployment, rolled_to
 from tests.gitops.tools import ROOT
 from tests.support.polling import wait_until
 
@@ -48,18 +47,6 @@ def previous_chart(folder: Path) -> Path:
     archive = subprocess.run(["git", "archive", PREVIOUS, "charts/kaos"], cwd=ROOT, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     return folder / "charts" / "kaos"
-
-
-def charts_with_a_new_agent_field(folder: Path) -> tuple[Path, dict[str, str]]:
-    """A next release of this checkout's charts whose Agent CRD has one more optional field
-    (spec.owner); (the charts, chart -> new version)."""
-    charts, versions = next_release(folder)
-    path = charts / "kaos" / "files" / "crds" / "agent.yaml"
-    agent = yaml.safe_load(path.read_text())
-    spec = agent["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    spec["properties"]["owner"] = {"type": "string", "description": "Who answers for this agent."}
-    path.write_text(yaml.safe_dump(agent, sort_keys=False))
-    return charts, versions
 
 
 def agent_fields(plane) -> set[str]:

@@ -25,7 +25,7 @@ INSTALLED = {"llama_cpp/server/__main__.py": "/venv/site/llama_cpp/server/__main
 
 def deployment(**gguf):
     docs = render("modelapi", {"name": "llm", "mode": "Hosted",
-                               "hosted": {"engine": "llamacpp", "model": "smollm2:135m", "llamacpp": {"gguf": gguf}}})
+                               "hosted": {"engine": "llamacpp", "model": "smollm2:135m", "gguf": gguf}})
     return one(docs, "Deployment")
 
 

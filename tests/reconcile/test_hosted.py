@@ -75,10 +75,10 @@ def test_llamacpp_values_and_endpoint_on_port_8000():
     assert result.values["hosted"]["llamacpp"] == {
         "image": SETTINGS.llamacpp_image.values(),
         "fetchImage": SETTINGS.model_fetch_image.values(),
-        "gguf": {**SMOLLM2, "url": "", "path": ""},
     }
+    assert result.values["hosted"]["gguf"] == {**SMOLLM2, "url": "", "path": ""}
     custom = plan(hosted(model="m", gguf={"path": "/d/m.gguf"}), {}, SETTINGS, endpoint_of)
-    assert custom.values["hosted"]["llamacpp"]["gguf"]["path"] == "/d/m.gguf"
+    assert custom.values["hosted"]["gguf"]["path"] == "/d/m.gguf"
     image = stored("ModelAPI", "llm", {"mode": "Hosted", "hostedConfig": {"model": "smollm2:135m"},
                                        "container": {"image": "registry:5000/llama.cpp:server-b1"}}, True)
     assert plan(image, {}, SETTINGS, endpoint_of).values["hosted"]["llamacpp"]["image"] == \
@@ -89,7 +89,18 @@ def test_an_ollama_modelapi_keeps_port_11434():
     resource = hosted(engine="ollama")
     result = plan(resource, {}, SETTINGS, cluster_endpoint_of(SETTINGS, observed_of(resource)))
     assert result.endpoint.endswith(":11434") and result.values["hosted"]["engine"] == "ollama"
-    assert "llamacpp" not in result.values["hosted"]
+    assert "llamacpp" not in result.values["hosted"] and "gguf" not in result.values["hosted"]
+
+
+def test_an_ollama_modelapi_creates_its_model_from_a_gguf_on_the_node():
+    result = plan(hosted(engine="ollama", gguf={"path": "/var/lib/models/SmolLM2.gguf"}), {}, SETTINGS, endpoint_of)
+    assert result.phase == "Deploy" and result.values["hosted"]["engine"] == "ollama"
+    assert result.values["hosted"]["gguf"] == {"package": "", "url": "", "path": "/var/lib/models/SmolLM2.gguf",
+                                               "file": "SmolLM2.gguf"}
+    for gguf_source, message in [({"package": "p==1", "file": "p/m.gguf"}, "only from hostedConfig.gguf.path"),
+                                 ({"path": "models/m.gguf"}, "absolute path ending in .gguf")]:
+        failed = plan(hosted(engine="ollama", gguf=gguf_source), {}, SETTINGS, endpoint_of)
+        assert failed.phase == "Failed" and message in failed.message, failed.message
 
 
 @pytest.mark.parametrize("agent_setting, modelapi_setting, expected", [

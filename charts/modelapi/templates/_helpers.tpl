@@ -18,10 +18,13 @@ HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos
 {{- if and (eq .Values.mode "Hosted") (eq (.Values.hosted.engine | default "ollama") "llamacpp") -}}true{{- end -}}
 {{- end -}}
 
-{{/* Where the llama.cpp server finds the GGUF: /models/<file> (fetched, or the hostPath file). */}}
+{{/* Where the server finds the GGUF: /models/<file> (fetched, or the hostPath file); for
+Ollama /gguf/<file>, the hostPath file in the init step that creates the model from it. */}}
 {{- define "modelapi.ggufPath" -}}
-{{- $gguf := .Values.hosted.llamacpp.gguf -}}
-{{- if $gguf.path -}}
+{{- $gguf := .Values.hosted.gguf -}}
+{{- if include "modelapi.ollama" . -}}
+{{- printf "/gguf/%s" (base $gguf.path) -}}
+{{- else if $gguf.path -}}
 {{- printf "/models/%s" (base $gguf.path) -}}
 {{- else -}}
 {{- printf "/models/%s" ($gguf.file | default (base $gguf.url)) -}}

@@ -13,6 +13,10 @@ A llama.cpp GGUF comes from exactly one of:
   init step;
 - ``path``: a file on the machine that runs the server (a hostPath in a cluster, a local
   file for ``kaos up``).
+
+Ollama pulls ``model`` from its registry, or with ``engine: ollama`` and ``gguf.path`` creates
+it from that file (a Modelfile ``FROM`` it): a cluster without the internet serves a model on
+its nodes.
 """
 
 from __future__ import annotations
@@ -56,6 +60,20 @@ def engine(spec: Mapping[str, Any]) -> str:
     if hosted.get("model") in PACKAGED_MODELS and not _is_ollama_image(image):
         return LLAMACPP
     return OLLAMA
+
+
+def ollama_gguf(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The GGUF an Ollama ModelAPI creates its model from, as the chart takes it ({path, file},
+    empty when it pulls the model)."""
+    given = {key: value for key, value in (_hosted(spec).get("gguf") or {}).items() if value}
+    if not given:
+        return {}
+    if set(given) - {"path"}:
+        raise HostedConfigError("engine ollama creates its model only from hostedConfig.gguf.path (a file on the node); "
+                                "package and url are for engine llamacpp")
+    if not given["path"].startswith("/") or not given["path"].endswith(".gguf"):
+        raise HostedConfigError(f"hostedConfig.gguf.path must be an absolute path ending in .gguf, got {given['path']!r}")
+    return {"path": given["path"], "file": given["path"].rsplit("/", 1)[-1]}
 
 
 def gguf(spec: Mapping[str, Any]) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from kaos.api import name_too_long
 from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
-from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf
+from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, ollama_gguf
 from kaos.reconcile.models import (
     ModelConfigError,
     admitted,
@@ -123,11 +123,10 @@ def _modelapi(resource, settings) -> dict[str, Any]:
     if spec.get("mode") == "Hosted":
         if not (spec.get("hostedConfig") or {}).get("model"):
             raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
-        if engine(spec) == LLAMACPP:
-            try:
-                gguf(spec)
-            except HostedConfigError as error:
-                raise _Invalid(str(error)) from None
+        try:
+            gguf(spec) if engine(spec) == LLAMACPP else ollama_gguf(spec)
+        except HostedConfigError as error:
+            raise _Invalid(str(error)) from None
         return modelapi_values(resource, settings)
     try:
         patterns = offered_models(spec)

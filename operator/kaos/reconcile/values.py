@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from kaos.reconcile.hosted import LLAMACPP, engine, gguf
+from kaos.reconcile.hosted import LLAMACPP, engine, gguf, ollama_gguf
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import a2a_peer_urls, ref_of
 
@@ -168,10 +168,12 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
             hosted_extra["llamacpp"] = {
                 "image": image_values(container.get("image"), settings.llamacpp_image),
                 "fetchImage": settings.model_fetch_image.values(),
-                "gguf": gguf(spec),
             }
+            hosted_extra["gguf"] = gguf(spec)
         else:
             hosted_image = image_values(container.get("image"), settings.ollama_image)
+            if ollama_gguf(spec):
+                hosted_extra["gguf"] = {"package": "", "url": "", **ollama_gguf(spec)}
     else:
         proxy_image = image_values(container.get("image"), settings.litellm_image)
     return {
