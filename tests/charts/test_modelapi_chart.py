@@ -142,6 +142,15 @@ def test_routes_and_network_policy():
     assert policy["spec"]["ingress"][0]["from"][-1] == {"podSelector": {"matchLabels": {"kaos.tools/uses-modelapi-llm": "true"}}}
 
 
+def test_a_proxy_in_front_of_another_modelapi_carries_its_access_label():
+    chained = {"name": "chained", "mode": "Proxy", "proxy": {"models": ["ollama/smollm2:135m"],
+               "apiBase": "http://modelapi-hosted.team:11434", "reaches": {"kind": "modelapi", "name": "hosted"}}}
+    labels = one(render("modelapi", chained), "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert labels["kaos.tools/uses-modelapi-hosted"] == "true"
+    plain = one(render("modelapi", {"name": "llm", "mode": "Proxy"}), "Deployment")
+    assert not [k for k in plain["spec"]["template"]["metadata"]["labels"] if k.startswith("kaos.tools/uses-")]
+
+
 @pytest.fixture
 def mock_model(tmp_path):
     service = spawn("mock-model", ["-m", "tests.support.mock_model"], {}, str(tmp_path))

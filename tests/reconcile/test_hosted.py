@@ -112,3 +112,16 @@ def test_tool_calling_comes_from_the_agent_else_its_modelapi(agent_setting, mode
     api = modelapi(**({"toolCalling": modelapi_setting} if modelapi_setting else {}))
     values = plan(resource, observed_of(api), SETTINGS, endpoint_of).values
     assert values.get("toolCalling") == expected
+
+
+@pytest.mark.parametrize("api_base, reaches", [
+    (f"http://modelapi-hosted.{NS}:11434", {"kind": "modelapi", "name": "hosted"}),  # upstream's shape
+    (f"http://modelapi-hosted.{NS}.svc.cluster.local:11434", {"kind": "modelapi", "name": "hosted"}),
+    ("http://modelapi-hosted.elsewhere:11434", None),  # pod labels let in only from its own namespace
+    ("https://api.example.com/v1", None),
+])
+def test_a_proxy_in_front_of_another_modelapi_carries_its_access_label(api_base, reaches):
+    resource = modelapi("chained", models=["ollama/smollm2:135m"],
+                        proxyConfig={"models": ["ollama/smollm2:135m"], "apiBase": api_base})
+    proxy = plan(resource, {}, SETTINGS, endpoint_of).values["proxy"]
+    assert proxy.get("reaches") == reaches

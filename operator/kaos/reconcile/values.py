@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from kaos.reconcile.endpoints import workload_of_url
 from kaos.reconcile.hosted import LLAMACPP, engine, gguf, ollama_gguf
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import a2a_peer_urls, ref_of
@@ -154,6 +155,14 @@ def agent_values(
     }
 
 
+def _reaches(url: str, namespace: str) -> dict[str, Any]:
+    """``reaches`` when the URL names a KAOS workload's Service (a Proxy in front of a Hosted
+    ModelAPI, upstream's shape): the pods then carry its access label, or its NetworkPolicy
+    would refuse them."""
+    workload = workload_of_url(url, namespace) if url else None
+    return {"reaches": {"kind": workload[0], "name": workload[1]}} if workload else {}
+
+
 def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     spec = resource.get("spec") or {}
     proxy = spec.get("proxyConfig") or {}
@@ -185,6 +194,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
             "models": proxy_models(proxy),
             "provider": proxy.get("provider") or "",
             "apiBase": proxy.get("apiBase") or "",
+            **_reaches(proxy.get("apiBase") or "", ref_of(resource).namespace),
             "apiKey": {
                 "value": api_key.get("value") or "",
                 "secretKeyRef": copy.deepcopy((api_key.get("valueFrom") or {}).get("secretKeyRef") or {}),
