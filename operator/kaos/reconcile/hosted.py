@@ -63,8 +63,8 @@ def engine(spec: Mapping[str, Any]) -> str:
 
 
 def ollama_gguf(spec: Mapping[str, Any]) -> dict[str, str]:
-    """The GGUF an Ollama ModelAPI creates its model from, as the chart takes it ({path, file},
-    empty when it pulls the model)."""
+    """The GGUF an Ollama ModelAPI creates its model from, as the chart takes it ({package, url,
+    path, file} with path set; empty when it pulls the model)."""
     given = {key: value for key, value in (_hosted(spec).get("gguf") or {}).items() if value}
     if not given:
         return {}
@@ -73,7 +73,7 @@ def ollama_gguf(spec: Mapping[str, Any]) -> dict[str, str]:
                                 "package and url are for engine llamacpp")
     if not given["path"].startswith("/") or not given["path"].endswith(".gguf"):
         raise HostedConfigError(f"hostedConfig.gguf.path must be an absolute path ending in .gguf, got {given['path']!r}")
-    return {"path": given["path"], "file": given["path"].rsplit("/", 1)[-1]}
+    return {"package": "", "url": "", "path": given["path"], "file": given["path"].rsplit("/", 1)[-1]}
 
 
 def gguf(spec: Mapping[str, Any]) -> dict[str, str]:

@@ -181,8 +181,8 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
             hosted_extra["gguf"] = gguf(spec)
         else:
             hosted_image = image_values(container.get("image"), settings.ollama_image)
-            if ollama_gguf(spec):
-                hosted_extra["gguf"] = {"package": "", "url": "", **ollama_gguf(spec)}
+            if created_from := ollama_gguf(spec):
+                hosted_extra["gguf"] = created_from
     else:
         proxy_image = image_values(container.get("image"), settings.litellm_image)
     return {
