@@ -22,7 +22,7 @@ def call(state: OperatorState, deployments: dict | None = None):
     """handler(body) -> the status kopf would patch, with the indices holding ``deployments``."""
     memo = kopf.Memo()
     memo.kaos = state
-    indices = {"agent_index": {}, "modelapi_index": {}, "mcpserver_index": {}, "deployment_index": deployments or {}}
+    indices = {"agent_index": {}, "modelapi_index": {}, "mcpserver_index": {}, "deployment_index": {} if deployments is None else deployments}
 
     async def run(handler, body):
         patch = kopf.Patch()
@@ -101,3 +101,41 @@ async def test_the_handlers_patch_no_status_and_the_timer_alone_brings_it_to_the
     again = await ready_world(on_resync, put_back)
     assert again["phase"] == "Ready" and again["ready"] is True
     assert await ready_world(on_resync, {**resource, "status": {**pending, **again}}) == {}
+
+
+async def test_a_deployment_deleted_right_after_the_status_said_ready_is_applied_again():
+    """The tick that applies the release writes a Ready status from a Deployment that appeared
+    while helm ran, which the converge of that tick never saw; if the Deployment is deleted
+    before the next tick, nothing the converge reads has changed since, yet the release must
+    be applied again."""
+    applied = []
+
+    class Backend:
+        async def deployed_revision(self, chart, release, namespace, values):
+            return None
+
+        async def apply(self, chart, release, namespace, values):
+            applied.append(release)
+            return len(applied)
+
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
+    ref = Ref(MODELAPI, "team", "llm")
+    resource = {
+        "apiVersion": API_VERSION, "kind": MODELAPI,
+        "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
+        "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
+    }
+    deployments: dict = {}
+    run = call(state, deployments)
+
+    class AppearsDuringHelm(Backend):
+        async def apply(self, chart, release, namespace, values):
+            deployments[ref] = [(1, 1)]
+            return await super().apply(chart, release, namespace, values)
+
+    state.backend = AppearsDuringHelm()
+    ready = await run(on_resync, resource)
+    assert ready["phase"] == "Ready" and applied == ["modelapi-llm"]
+    deployments.clear()  # kubectl delete deployment, before the next tick
+    await run(on_resync, {**resource, "status": ready})
+    assert applied == ["modelapi-llm", "modelapi-llm"], "the vanished Deployment was not applied again"

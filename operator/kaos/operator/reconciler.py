@@ -79,6 +79,19 @@ class Record:
     applied: Any = _UNSET  # the values of the last successful helm run
     deployment_seen: bool = False  # the index has shown the release's Deployment since
 
+    def saw_deployment(self, replicas: tuple[int | None, int | None]) -> None:
+        """A status was written from these counts: a Deployment it reported is one the next
+        converge must find, or apply again."""
+        if replicas != (None, None):
+            self.deployment_seen = True
+
+    def deployment_vanished(self, replicas: tuple[int | None, int | None]) -> bool:
+        """The release's Deployment was seen and is gone now (deleted by hand, or by anyone but helm)."""
+        present = replicas != (None, None)
+        vanished = self.deployment_seen and not present
+        self.deployment_seen = present
+        return vanished
+
 
 @dataclass
 class OperatorState:
@@ -136,15 +149,19 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
     async with record.lock:
         resource = plain(body)  # after the wait: a timer's body follows the live object
         inputs = fingerprint(resource, world)
+        vanished = record.deployment_vanished(world.replicas(ref))
         last = record.outcome
-        if not force and last is not None and last.inputs == inputs and not _retry_due(ref, last, state):
+        if not force and not vanished and last is not None and last.inputs == inputs \
+                and not _retry_due(ref, last, state):
             return last
         since = started()
         resource, current = plan_for(resource, world, state.settings)
         failure = None
         if current.phase == DEPLOY:
-            drifted = _deployment_vanished(ref, record, current, world, logger)
-            failure = await _converge_release(ref, record, current, state, logger, force or drifted, drifted)
+            if vanished:
+                record.applied = _UNSET
+                logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
+            failure = await _converge_release(ref, record, current, state, logger, force or vanished, vanished)
         record.outcome = Outcome(inputs, resource, current, failure)
         reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
         return record.outcome
@@ -160,20 +177,6 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
         await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
         logger.info(f"uninstalled release {release_name(ref.kind, ref.name)}")
     state.forget(ref)
-
-
-def _deployment_vanished(ref: Ref, record: Record, current: Plan, world: World, logger) -> bool:
-    """The release's Deployment was seen and is gone (deleted by hand, or by anyone but helm):
-    the release must be applied again, whatever its recorded values say."""
-    if world.replicas(ref) != (None, None):
-        record.deployment_seen = True
-        return False
-    if not record.deployment_seen:
-        return False
-    record.deployment_seen = False
-    record.applied = _UNSET
-    logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
-    return True
 
 
 async def _converge_release(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,

@@ -23,7 +23,9 @@ from kaos.reconcile import MCPSERVER, ref_of
 async def write_status(body, outcome: Outcome, *, world: World, state: OperatorState, patch, logger) -> None:
     """Put into kopf's ``patch`` each field of the status that differs from the live one."""
     ref = ref_of(body)
-    desired = outcome.status(*world.replicas(ref))
+    replicas = world.replicas(ref)
+    state.record(ref).saw_deployment(replicas)
+    desired = outcome.status(*replicas)
     if ref.kind == MCPSERVER and desired["ready"]:
         desired["tools"] = await state.tools.tools(ref, desired["endpoint"], logger=logger)
     live = dict(body.get("status") or {})  # the body follows the live object; this tick diffs one state of it
