@@ -16,6 +16,12 @@ from kaos.reconcile import Ref
 from kaos.settings import Settings
 
 LOGGER = logging.getLogger("test")
+LLM_REF = Ref(MODELAPI, "team", "llm")
+LLM = {
+    "apiVersion": API_VERSION, "kind": MODELAPI,
+    "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
+    "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
+}
 
 
 def call(state: OperatorState, deployments: dict | None = None):
@@ -83,12 +89,7 @@ async def test_the_handlers_patch_no_status_and_the_timer_alone_brings_it_to_the
             return 1
 
     state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
-    ref = Ref(MODELAPI, "team", "llm")
-    resource = {
-        "apiVersion": API_VERSION, "kind": MODELAPI,
-        "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
-        "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
-    }
+    ref, resource = LLM_REF, copy.deepcopy(LLM)
     starting, ready_world = call(state, {ref: [(0, 1)]}), call(state, {ref: [(1, 1)]})
 
     assert await starting(on_change, resource) == {}, "the creation handler wrote status"
@@ -119,12 +120,7 @@ async def test_a_deployment_deleted_right_after_the_status_said_ready_is_applied
             return len(applied)
 
     state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
-    ref = Ref(MODELAPI, "team", "llm")
-    resource = {
-        "apiVersion": API_VERSION, "kind": MODELAPI,
-        "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "generation": 1, "resourceVersion": "1"},
-        "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}},
-    }
+    ref, resource = LLM_REF, copy.deepcopy(LLM)
     deployments: dict = {}
     run = call(state, deployments)
 
