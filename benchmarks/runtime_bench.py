@@ -8,8 +8,9 @@ asserts nothing; compare the figures with the targets in docs/runtime.md.
 
 The last section, memory and startup, runs agents of this checkout and of ``--base`` (default
 the previous commit, checked out as a git worktree; ``none`` leaves it out) in interleaved
-rounds: spawn to ``/ready``, the first request after it against the steady state, and the RSS
-idle, after the first model call and after ``--load-requests`` (10,000) requests.
+rounds: spawn to ``/ready``, the first request after it against later ones (after the same
+pause, and back to back), and the RSS idle, after the first model call and after
+``--load-requests`` (10,000) requests.
 """
 
 from __future__ import annotations
@@ -193,17 +194,32 @@ def start_agent(name: str, env: dict, log_dir: str) -> Service:
 
 @dataclass
 class Lifetime:
-    """One agent process from spawn to stop: seconds to /ready; the first request after it and,
-    after the load, the median of 20 more (each over a new connection, as the first) and the c1
-    p50 over one kept connection (ms); RSS idle, after the first call and after the load (MiB)."""
+    """One agent process from spawn to stop: seconds to /ready; the first request after it (sent
+    PAUSE seconds after /ready answered) and, after the load, the median of 20 more each after
+    the same pause, of 20 more back to back (each over a new connection, as the first) and the c1
+    p50 over one kept connection (ms); RSS idle, after the first call and after the load (MiB).
+
+    The pause makes the first request comparable: on this machine any request that follows an
+    idle spell of a few hundred milliseconds is slower (the processes and the CPU wake up), in a
+    process that has served thousands as much as in a new one."""
 
     ready: float
     first: float
+    paused: float
     later: float
     steady: float
     idle: float
     after_first: float
     after_load: float
+
+
+PAUSE = 0.3
+
+
+async def after_pause(url: str) -> float:
+    """One request over a new connection, sent after PAUSE seconds of quiet."""
+    await asyncio.sleep(PAUSE)
+    return (await run_load(url, 1, 1))[0][0]
 
 
 async def lifetime(name: str, pythonpath: str, model_url: str, log_dir: str, load: int, concurrency: int) -> Lifetime:
@@ -217,13 +233,15 @@ async def lifetime(name: str, pythonpath: str, model_url: str, log_dir: str, loa
         pid = service.process.pid
         idle = rss_mib(pid)
         url = service.url + "/v1/chat/completions"
-        first = (await run_load(url, 1, 1))[0][0]
+        first = await after_pause(url)
         after_first = rss_mib(pid)
         await run_load(url, load, concurrency)
         after_load = rss_mib(pid)
+        paused = statistics.median([await after_pause(url) for _ in range(20)])
         later = statistics.median([(await run_load(url, 1, 1))[0][0] for _ in range(20)])
         steady = statistics.median((await run_load(url, 500, 1))[0])
-        return Lifetime(ready, first * 1000, later * 1000, steady * 1000, idle, after_first, after_load)
+        return Lifetime(ready, first * 1000, paused * 1000, later * 1000, steady * 1000, idle, after_first,
+                        after_load)
     finally:
         service.stop()
 
@@ -241,15 +259,21 @@ async def memory_and_startup(args, model_url: str, log_dir: str) -> None:
                                                   log_dir, args.load_requests, args.concurrency))
     print(f"memory and startup ({args.memory_rounds} interleaved rounds per side, medians; load: "
           f"{args.load_requests} requests at concurrency {args.concurrency}):")
-    print(f"  {'':<34}{'spawn->/ready':>14}{'1st req':>10}{'later':>10}{'steady c1':>11}"
+    print(f"  {'':<34}{'spawn->/ready':>14}{'1st req':>10}{'paused':>10}{'later':>10}{'steady c1':>11}"
           f"{'RSS idle':>10}{'1st call':>10}{'load':>8}")
     for label, lifetimes in runs.items():
         def median(attribute: str) -> float:
             return statistics.median(getattr(run, attribute) for run in lifetimes)
 
-        print(f"  {label:<34}{median('ready'):>12.2f} s{median('first'):>7.2f} ms{median('later'):>7.2f} ms"
+        print(f"  {label:<34}{median('ready'):>12.2f} s{median('first'):>7.2f} ms{median('paused'):>7.2f} ms"
+              f"{median('later'):>7.2f} ms"
               f"{median('steady'):>8.2f} ms"
               f"{median('idle'):>6.0f} MiB{median('after_first'):>6.0f} MiB{median('after_load'):>4.0f} MiB")
+    chat = model_url + "/v1/chat/completions"
+    paused = statistics.median([await after_pause(chat) for _ in range(20)])
+    later = statistics.median([(await run_load(chat, 1, 1))[0][0] for _ in range(20)])
+    print(f"  (the mock model alone: {paused * 1000:.2f} ms after the same pause, {later * 1000:.2f} ms back to back;"
+          f" 1st req and paused are sent {PAUSE:g} s after the agent last served a request)")
 
 
 def dirty() -> bool:
