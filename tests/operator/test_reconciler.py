@@ -9,6 +9,7 @@ import kopf
 
 from kaos.api import API_VERSION, FINALIZER, MODELAPI
 from kaos.backoff import Backoff
+from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.operator.handlers import on_change, on_resync
 from kaos.operator.reconciler import OperatorState
@@ -135,3 +136,31 @@ async def test_a_deployment_deleted_right_after_the_status_said_ready_is_applied
     deployments.clear()  # kubectl delete deployment, before the next tick
     await run(on_resync, {**resource, "status": ready})
     assert applied == ["modelapi-llm", "modelapi-llm"], "the vanished Deployment was not applied again"
+
+
+async def test_a_failed_reapply_of_a_vanished_deployment_is_retried_with_helm_not_taken_from_its_records():
+    """helm's records still say the release is deployed with these values after its Deployment
+    was deleted; a re-apply that fails is retried as an apply, not settled by those records."""
+    calls = []
+
+    class Backend:
+        async def deployed_revision(self, chart, release, namespace, values):
+            calls.append("status")
+            return 1
+
+        async def apply(self, chart, release, namespace, values):
+            calls.append("apply")
+            if calls.count("apply") == 1:
+                raise HelmError("the apiserver went away")
+            return 2
+
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff(base=0.0))
+    deployments = {LLM_REF: [(1, 1)]}
+    run = call(state, deployments)
+    await run(on_resync, copy.deepcopy(LLM))
+    assert calls == ["status"], "the first converge took the deployed release as it is"
+    deployments.clear()
+    failed = await run(on_resync, copy.deepcopy(LLM))
+    assert calls == ["status", "apply"] and failed["phase"] == "Failed", failed
+    await run(on_resync, copy.deepcopy(LLM))
+    assert calls == ["status", "apply", "apply"]

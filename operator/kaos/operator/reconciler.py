@@ -40,7 +40,8 @@ from kaos.reconcile import (
 )
 from kaos.settings import Settings, variable
 
-_UNSET = object()
+_UNSET = object()  # no helm run in this process yet: the deployed revision may already be the plan
+_GONE = object()  # the release's Deployment vanished: apply again, whatever helm's records say
 
 
 @dataclass
@@ -159,9 +160,9 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
         failure = None
         if current.phase == DEPLOY:
             if vanished:
-                record.applied = _UNSET
+                record.applied = _GONE
                 logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
-            failure = await _converge_release(ref, record, current, state, logger, force or vanished, vanished)
+            failure = await _converge_release(ref, record, current, state, logger, force or vanished)
         record.outcome = Outcome(inputs, resource, current, failure)
         reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
         return record.outcome
@@ -180,14 +181,14 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
 
 
 async def _converge_release(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,
-                            force: bool, drifted: bool) -> HelmFailure | None:
+                            force: bool) -> HelmFailure | None:
     """Helm, when the values differ from the last successful run; the helm failure that stands."""
     values = current.values
     if record.applied == values:
         return None
     if not force and state.backoff.blocked(ref):
         return record.failure
-    if record.applied is _UNSET and values is not None and not drifted \
+    if record.applied is _UNSET and values is not None \
             and await _already_deployed(ref, current, state, logger):
         _succeeded(ref, record, values, state)
         return None
@@ -201,7 +202,8 @@ async def _converge_release(ref: Ref, record: Record, current: Plan, state: Oper
     except Exception as error:  # HelmError, or anything else from helm's edge: retried the same way
         message = str(error) if isinstance(error, HelmError) else f"{type(error).__name__}: {error}"
         record.failure = HelmFailure(command, message, state.backoff.fail(ref))
-        record.applied = _UNSET
+        if record.applied is not _GONE:
+            record.applied = _UNSET
         logger.warning(record.failure.describe())
         return record.failure
     _succeeded(ref, record, values, state)
