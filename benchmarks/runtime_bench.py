@@ -222,6 +222,12 @@ async def after_pause(url: str) -> float:
     return (await run_load(url, 1, 1))[0][0]
 
 
+async def paused_and_back_to_back(url: str) -> tuple[float, float]:
+    """Medians of 20 requests each after the pause, and of 20 back to back (new connections)."""
+    paused = statistics.median([await after_pause(url) for _ in range(20)])
+    return paused, statistics.median([(await run_load(url, 1, 1))[0][0] for _ in range(20)])
+
+
 async def lifetime(name: str, pythonpath: str, model_url: str, log_dir: str, load: int, concurrency: int) -> Lifetime:
     env = {"AGENT_NAME": name, "MODEL_NAME": MODEL, "MODEL_API_URL": model_url, "AGENT_LOG_LEVEL": "WARNING",
            "PYTHONPATH": pythonpath}
@@ -237,8 +243,7 @@ async def lifetime(name: str, pythonpath: str, model_url: str, log_dir: str, loa
         after_first = rss_mib(pid)
         await run_load(url, load, concurrency)
         after_load = rss_mib(pid)
-        paused = statistics.median([await after_pause(url) for _ in range(20)])
-        later = statistics.median([(await run_load(url, 1, 1))[0][0] for _ in range(20)])
+        paused, later = await paused_and_back_to_back(url)
         steady = statistics.median((await run_load(url, 500, 1))[0])
         return Lifetime(ready, first * 1000, paused * 1000, later * 1000, steady * 1000, idle, after_first,
                         after_load)
@@ -269,9 +274,7 @@ async def memory_and_startup(args, model_url: str, log_dir: str) -> None:
               f"{median('later'):>7.2f} ms"
               f"{median('steady'):>8.2f} ms"
               f"{median('idle'):>6.0f} MiB{median('after_first'):>6.0f} MiB{median('after_load'):>4.0f} MiB")
-    chat = model_url + "/v1/chat/completions"
-    paused = statistics.median([await after_pause(chat) for _ in range(20)])
-    later = statistics.median([(await run_load(chat, 1, 1))[0][0] for _ in range(20)])
+    paused, later = await paused_and_back_to_back(model_url + "/v1/chat/completions")
     print(f"  (the mock model alone: {paused * 1000:.2f} ms after the same pause, {later * 1000:.2f} ms back to back;"
           f" 1st req and paused are sent {PAUSE:g} s after the agent last served a request)")
 
