@@ -93,9 +93,9 @@ def _up_detached(home: Path, port: int, documents) -> int:
             if seen.get(key) != line:
                 seen[key] = line
                 print(line, flush=True)
-        return resources if display.settled(resources) else None
+        return (resources,) if display.settled(resources) else None  # (no resource at all is settled too)
 
-    resources = wait_until(all_settled, UP_TIMEOUT, interval=0.2, what="every resource to be Ready or Failed")
+    [resources] = wait_until(all_settled, UP_TIMEOUT, interval=0.2, what="every resource to be Ready or Failed")
     print()
     print(display.summary(resources, state.url))
     failed = [r for r in resources if r["status"].get("phase") == "Failed"]
