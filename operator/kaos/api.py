@@ -7,6 +7,7 @@ operator, the local control plane, the CLI and the tests take them from here.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 GROUP = "kaos.tools"
@@ -21,6 +22,10 @@ TRIGGER = "Trigger"
 HELM_RELEASE_NAME_MAX = 53
 # A DNS-1123 label: object names, and the name part of a label key.
 DNS_LABEL_MAX = 63
+# A DNS-1123 subdomain: the names of Secrets and ConfigMaps.
+DNS_SUBDOMAIN_MAX = 253
+# The namespace of a resource that names none.
+DEFAULT_NAMESPACE = "default"
 
 # The finalizer the operator puts on every resource, so that deleting one uninstalls its release.
 FINALIZER = f"{GROUP}/finalizer"
@@ -115,9 +120,64 @@ def name_too_long(kind: str, name: str) -> str | None:
     limit = name_limit(kind)
     if len(name) <= limit.max:
         return None
-    return f"{name!r} is longer than {limit.max} characters ({limit.place})"
+    return f"{shown(name)} is longer than {limit.max} characters ({limit.place})"
 
 
 def resource_label(chart: str) -> str:
     """The label key whose value names the resource an object belongs to: ``kaos.tools/<chart>``."""
     return f"{GROUP}/{chart}"
+
+
+# RFC 1123: what Kubernetes requires of a namespace and of these kinds' names (a label), and of a
+# Secret's or ConfigMap's name (a subdomain: labels joined by '.'). Neither can hold '/', '..' or
+# upper case, so a name that passes is safe as a URL segment, a release and a path segment.
+_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL = re.compile(_LABEL)
+DNS_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+LABEL_RULE = (f"an RFC 1123 label: at most {DNS_LABEL_MAX} characters, lower case letters, digits and '-', "
+              "starting and ending with a letter or digit")
+SUBDOMAIN_RULE = (f"an RFC 1123 subdomain: at most {DNS_SUBDOMAIN_MAX} characters, RFC 1123 labels "
+                  "joined by '.'")
+# How much of a refused value a message repeats.
+SHOWN_MAX = 80
+
+
+def name_problems(kind: str, namespace: object, name: object) -> list[str]:
+    """What is wrong with a resource's namespace and name, as ``field: value is not <rule>``; empty
+    when both are good. The one check of names, made before a name becomes a path, a URL or a
+    release (the CLI, the local control plane, the CRD validation and the reconcile core call it).
+
+    A namespace is a label (None or "" is ``default``); the name of a served kind is a label that
+    also fits name_limit(kind); any other kind's name (Secret, ConfigMap) is a subdomain."""
+    problems = []
+    if namespace is not None and namespace != "":
+        problems.append(label_problem("metadata.namespace", namespace))
+    if name is None or name == "":
+        problems.append("metadata.name: required field is missing")
+    elif kind not in SERVED_KINDS:
+        problems.append(_pattern_problem("metadata.name", name, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, SUBDOMAIN_RULE))
+    else:
+        # its length is the kind's (name_limit, at most a label's), said with the place that binds it
+        bad_name = _pattern_problem("metadata.name", name, DNS_LABEL, None, LABEL_RULE)
+        too_long = None if bad_name else name_too_long(kind, name)  # a str that passed
+        problems.append(bad_name or (too_long and f"metadata.name: {too_long}"))
+    return [problem for problem in problems if problem]
+
+
+def label_problem(field: str, value: object) -> str | None:
+    """Why ``value`` is no RFC 1123 label, as ``field: value is not <rule>``; None when it is one."""
+    return _pattern_problem(field, value, DNS_LABEL, DNS_LABEL_MAX, LABEL_RULE)
+
+
+def _pattern_problem(field: str, value: object, pattern: re.Pattern, limit: int | None, rule: str) -> str | None:
+    if not isinstance(value, str):
+        return f"{field}: {shown(value)} is not a string; it must be {rule}"
+    if (limit is not None and len(value) > limit) or not pattern.fullmatch(value):
+        return f"{field}: {shown(value)} is not {rule}"
+    return None
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut to SHOWN_MAX characters: a refused value is repeated, never echoed whole."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_MAX else text[:SHOWN_MAX - 3] + "..."

@@ -12,17 +12,14 @@ from __future__ import annotations
 import copy
 import functools
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import jsonschema
 import yaml
 
-from kaos.api import API_VERSION, name_too_long
+from kaos.api import API_VERSION, name_problems
 from kaos.settings import Settings, variable
-
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 # Each CEL rule of the CRDs -> the same test in Python, on the object the rule sits on (with
 # defaults applied, as the API server evaluates it). A CRD rule missing here fails loading.
@@ -104,7 +101,7 @@ def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
     result = copy.deepcopy(resource)
     schema = schemas[kind]
     apply_defaults(schema, result)
-    problems = _name_problems(kind, metadata.get("name"))
+    problems = name_problems(kind, metadata.get("namespace"), metadata.get("name"))
     validator = _validators(crd_dir)[kind]
     for error in sorted(validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path]):
         problems.append(_describe(error))
@@ -143,20 +140,6 @@ def _broken_rules(schema: dict, value: Any, path: str = "") -> Iterator[str]:
     for key, sub in schema.get("properties", {}).items():
         if key in value:
             yield from _broken_rules(sub, value[key], _join(path, key))
-
-
-def _name_problems(kind: str, name: Any) -> list[str]:
-    if not isinstance(name, str) or not name:
-        return ["metadata.name: required field is missing"]
-    if not DNS1123_LABEL.match(name):
-        return [
-            f"metadata.name: {name!r} is not a DNS-1123 label "
-            "(lower case letters, digits and '-', starting and ending with a letter or digit)"
-        ]
-    too_long = name_too_long(kind, name)
-    if too_long:
-        return [f"metadata.name: {too_long}"]
-    return []
 
 
 @functools.cache

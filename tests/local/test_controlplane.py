@@ -3,6 +3,7 @@ stand-in program in place of the runtime and LiteLLM (an HTTP server on $PORT), 
 ordering, rolling, deleting and restarting are checked in a second or two."""
 
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -156,6 +157,48 @@ def test_invalid_manifest_names_the_file_and_the_field():
         validate_documents([(MODELAPI, "good.yaml"), (bad, "bad.yaml")], CRDS)
     with pytest.raises(ApplyError, match=r"x\.yaml: kind 'Pod' is not supported"):
         validate_documents([({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "x.yaml")], CRDS)
+
+
+@pytest.mark.parametrize("namespace", ["../../out/x", "UPPER_ns"])
+async def test_a_namespace_that_is_no_rfc1123_label_is_refused_before_any_path_is_built(control, tmp_path, namespace):
+    tools = {"apiVersion": API_VERSION, "kind": "MCPServer", "metadata": {"name": "tools", "namespace": namespace},
+             "spec": {"runtime": "python-string", "params": "def echo(message: str) -> str:\n    return message\n"}}
+    with pytest.raises(ApplyError, match=rf"evil\.yaml: MCPServer .*: metadata\.namespace: '{re.escape(namespace)}' "
+                                         "is not an RFC 1123 label: at most 63 characters"):
+        control.apply([(MODELAPI, "good.yaml"), (tools, "evil.yaml")])
+    await control.settled()
+    assert control.list() == [] and control.deployments() == []
+    assert not (tmp_path / "out").exists()
+
+
+async def test_trigger_run_and_delete_by_a_name_no_resource_can_have(control):
+    answer = await control.run_trigger("../x", "nightly")
+    assert answer.status == 400
+    assert "metadata.namespace: '../x' is not an RFC 1123 label" in answer.body["detail"]
+    assert (await control.run_trigger("default", "Nightly")).status == 400
+    assert control.delete(Ref("Agent", "../../x", "a")) is False
+
+
+def test_a_resource_given_twice_is_refused_naming_both_sources():
+    with pytest.raises(ApplyError, match=r"Agent default/a is given twice in one apply, in a\.yaml and in b\.yaml"):
+        validate_documents([(agent(), "a.yaml"), (MODELAPI, "m.yaml"), (agent(), "b.yaml")], CRDS)
+    with pytest.raises(ApplyError, match=r"in <request> \(document 1 of the apply\) and in <request> \(document 3"):
+        validate_documents([(agent(), "<request>"), (MODELAPI, "<request>"), (agent(), "<request>")], CRDS)
+    # the same name in another namespace, or of another kind, is another resource
+    other = {**agent(), "metadata": {"name": "a", "namespace": "other"}}
+    assert len(validate_documents([(agent(), "a.yaml"), (other, "b.yaml"), (agent_modelapi("a"), "c.yaml")], CRDS)) == 3
+
+
+def agent_modelapi(name: str) -> dict:
+    return {**MODELAPI, "metadata": {"name": name}}
+
+
+def test_secret_and_configmap_names_are_rfc1123_subdomains():
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api.keys"}, "stringData": {"k": "v"}}
+    assert validate_documents([(secret, "s.yaml")], CRDS)
+    for name in ("../keys", "Keys", "a/b"):
+        with pytest.raises(ApplyError, match=rf"metadata\.name: '{re.escape(name)}' is not an RFC 1123 subdomain"):
+            validate_documents([({**secret, "metadata": {"name": name}}, "s.yaml")], CRDS)
 
 
 def test_validation_orders_dependencies_first():

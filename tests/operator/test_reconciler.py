@@ -164,3 +164,27 @@ async def test_a_failed_reapply_of_a_vanished_deployment_is_retried_with_helm_no
     assert calls == ["status", "apply"] and failed["phase"] == "Failed", failed
     await run(on_resync, copy.deepcopy(LLM))
     assert calls == ["status", "apply", "apply"]
+
+
+async def test_a_resource_whose_namespace_is_no_rfc1123_label_is_failed_and_never_installed():
+    """The API server enforces names; the operator's plan trusts none it did not check."""
+    calls = []
+
+    class Backend:
+        async def deployed_revision(self, chart, release, namespace, values):
+            calls.append(("status", namespace))
+
+        async def apply(self, chart, release, namespace, values):
+            calls.append(("apply", namespace))
+            return 1
+
+        async def uninstall(self, release, namespace):
+            calls.append(("uninstall", namespace))
+
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
+    resource = copy.deepcopy(LLM)
+    resource["metadata"]["namespace"] = "../../team"
+    status = await call(state)(on_resync, resource)
+    assert status["phase"] == "Failed", status
+    assert "metadata.namespace: '../../team' is not an RFC 1123 label" in status["message"]
+    assert not [call for call in calls if call[0] in ("status", "apply")], calls

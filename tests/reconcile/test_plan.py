@@ -242,6 +242,22 @@ def test_agent_mistakes_fail_with_an_actionable_message(resource, objects, in_me
     assert result.phase == "Failed" and in_message in result.message
 
 
+@pytest.mark.parametrize("namespace, name, in_message", [
+    ("../../out/x", "coord", "metadata.namespace: '../../out/x' is not an RFC 1123 label: at most 63 characters"),
+    ("UPPER_ns", "coord", "metadata.namespace: 'UPPER_ns' is not an RFC 1123 label"),
+    (NS, "../coord", "metadata.name: '../coord' is not an RFC 1123 label"),
+    (NS, "Coord", "metadata.name: 'Coord' is not an RFC 1123 label"),
+])
+def test_a_name_or_namespace_that_is_no_rfc1123_label_is_failed_not_planned(namespace, name, in_message):
+    """The API server checks names too; the plan trusts none it did not check (a resource never
+    reaches chart values, a release or a path with such a name)."""
+    for resource in (agent(name), modelapi(name), mcpserver(name)):
+        resource["metadata"]["namespace"] = namespace
+        result = plan(resource, observed_of(modelapi()), SETTINGS, endpoint_of)
+        assert result.phase == "Failed" and result.values is None and result.endpoint == ""
+        assert in_message in result.message, result.message
+
+
 CONFIG = """
 model_list:
   - model_name: gpt-4o

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from kaos.api import KIND_ALIASES
+from kaos.api import AGENT, KIND_ALIASES, TRIGGER, label_problem, name_problems
 from kaos.cli import approvals, display
 from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
@@ -93,9 +93,9 @@ def _up_detached(home: Path, port: int, documents) -> int:
             if seen.get(key) != line:
                 seen[key] = line
                 print(line, flush=True)
-        return resources if display.settled(resources) else None
+        return (resources,) if display.settled(resources) else None  # (no resource at all is settled too)
 
-    resources = wait_until(all_settled, UP_TIMEOUT, interval=0.2, what="every resource to be Ready or Failed")
+    [resources] = wait_until(all_settled, UP_TIMEOUT, interval=0.2, what="every resource to be Ready or Failed")
     print()
     print(display.summary(resources, state.url))
     failed = [r for r in resources if r["status"].get("phase") == "Failed"]
@@ -138,8 +138,8 @@ def _up_foreground(home: Path, port: int, settings, documents) -> int:
 
 
 def cmd_apply(args) -> int:
-    client = _client()
-    for result in client.apply(_documents(args.file, _settings())):
+    documents = _documents(args.file, _settings())  # a bad manifest is refused before anything is sent
+    for result in _client().apply(documents):
         print(f"{result['kind']} {result['namespace']}/{result['name']} {result['result']}")
     return 0
 
@@ -159,6 +159,8 @@ def cmd_delete(args) -> int:
         targets = [(kind, args.namespace, args.name)]
     else:
         raise UsageError("give -f PATH, or a kind and a name: kaos delete agent NAME")
+    for kind, namespace, name in targets:
+        _check_names(kind, namespace, name)
     client = _client()
     for kind, namespace, name in targets:
         client.delete(kind, name, namespace)
@@ -206,6 +208,7 @@ def cmd_logs(args) -> int:
 
 
 def cmd_chat(args) -> int:
+    _check_names(AGENT, args.namespace, args.agent)
     url = _gateway() + gateway_path(args.namespace, "Agent", args.agent) + "/v1/chat/completions"
     messages: list[dict] = []
     with httpx.Client(timeout=httpx.Timeout(300.0, connect=5.0)) as http:
@@ -272,7 +275,23 @@ def _check_chat(response: httpx.Response, args) -> None:
     raise UsageError(f"agent {args.agent!r} answered {response.status_code}: {detail}")
 
 
+def _check_names(kind: str, namespace: str, name: str) -> None:
+    """A namespace or name no resource can have is the user's mistake: say which rule it breaks."""
+    problems = name_problems(kind, namespace, name)
+    if problems:
+        raise UsageError(f"{kind}: " + "; ".join(problems))
+
+
+def _check_namespace(args) -> None:
+    """-n/--namespace of any command: a namespace is an RFC 1123 label (it becomes a URL segment)."""
+    namespace = getattr(args, "namespace", None)
+    problem = label_problem("-n/--namespace", namespace) if namespace is not None else None
+    if problem:
+        raise UsageError(problem)
+
+
 def cmd_trigger_run(args) -> int:
+    _check_names(TRIGGER, args.namespace, args.name)
     started = _client().run_trigger(args.name, args.namespace)
     print(f"Trigger {args.namespace}/{args.name}: run {started['runId']} started in session {started['sessionId']}")
     return 0
@@ -307,6 +326,7 @@ def cmd_approvals_list(args) -> int:
 
 def cmd_approvals_decide(args) -> int:
     if args.agent:  # straight to that agent: no search
+        _check_names(AGENT, args.namespace, args.agent)
         gateway = Approvals(_client().url, token=args.token)
         target = Held(args.namespace, args.agent, args.agent, {"id": args.id})
     else:
@@ -437,6 +457,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
+        _check_namespace(args)
         return args.run(args)
     except KeyboardInterrupt:
         return 130

@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping
 
 from kaos.local.llamacpp import LLAMACPP_IMAGE, LlamaCppUnavailable, gguf_locator, installed_file, server_argv
+from kaos.local.paths import inside
 from kaos.local.ports import LOOPBACK
 from kaos.local.programs import LITELLM_REQUIREMENT, runtime_requirement
 
@@ -182,7 +183,8 @@ def _require(which: Callable[[str], str | None], program: str, image: str, requi
 def mounted_files(
     pod_spec: Mapping, container: Mapping, objects: Mapping[tuple[str, str], Mapping], local_root: str
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """ConfigMap/Secret volumes as files under ``local_root``.
+    """ConfigMap/Secret volumes as files under ``local_root`` (OutsideHome for a file that
+    would land outside it).
 
     Returns (files: local path -> content, mounts: mountPath -> local path).
     """
@@ -197,14 +199,14 @@ def mounted_files(
             mounts[mount["mountPath"].rstrip("/") or "/"] = volume["hostPath"].get("path", "")
             continue
         data, items = _volume_data(volume, objects)
-        folder = f"{local_root}/{mount['name']}"
+        folder = inside(Path(local_root), str(mount["name"]))
         for key, value in data.items():
             relative = items.get(key, key) if items else key
             if items and key not in items:
                 continue
-            files[f"{folder}/{relative}"] = value
+            files[str(inside(folder, relative))] = value
         sub_path = mount.get("subPath")
-        mounts[mount["mountPath"].rstrip("/") or "/"] = f"{folder}/{sub_path}" if sub_path else folder
+        mounts[mount["mountPath"].rstrip("/") or "/"] = str(inside(folder, sub_path) if sub_path else folder)
     return files, mounts
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from kaos.api import TRIGGER, name_problems
 from kaos.local.reconcile_loop import ReconcileLoop
 from kaos.local.store import ResourceStore
 from kaos.local.workloads import Workloads, local_which
@@ -51,6 +52,7 @@ class ControlPlane:
         return self.store.apply(documents)
 
     def delete(self, ref: Ref) -> bool:
+        """Whether it was there to delete (a name that is no RFC 1123 name never is)."""
         return self.store.delete(ref)
 
     def list(self, kind: str | None = None, namespace: str | None = None) -> list[dict]:
@@ -63,7 +65,10 @@ class ControlPlane:
         return self.loop.backend_of(route)
 
     async def run_trigger(self, namespace: str, name: str) -> Answer:
-        """A run of the Trigger now (`kaos trigger run`)."""
+        """A run of the Trigger now (`kaos trigger run`); 400 for a name no Trigger can have."""
+        problems = name_problems(TRIGGER, namespace, name)
+        if problems:
+            return Answer(400, {"detail": "; ".join(problems)})
         return await self.loop.triggers.run(namespace, name)
 
     async def trigger_webhook(self, namespace: str, name: str, body: bytes, signature: str | None,

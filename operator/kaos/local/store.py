@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from kaos import crds
-from kaos.api import SERVED_KINDS
+from kaos.api import DEFAULT_NAMESPACE, SERVED_KINDS, name_problems, shown
 from kaos.local.manifests import CORE_KINDS, ApplyError, apply_order
 from kaos.reconcile import Ref
 
@@ -22,32 +22,61 @@ Watcher = Callable[[Ref, "dict | None"], None]
 
 
 def validate_documents(documents: list[tuple[dict, str]], crd_dir: Path) -> list[tuple[dict, str]]:
-    """Validate every document first (so that a bad file applies nothing), in apply order."""
+    """Validate every document first (so that a bad file applies nothing), in apply order. A
+    resource given twice is refused too, naming both sources: one apply says each resource once."""
     validated, problems = [], []
-    for document, source in documents:
+    first_given: dict[Ref, tuple[int, str]] = {}
+    for position, (document, source) in enumerate(documents, 1):
         try:
-            validated.append((validate_document(document, crd_dir), source))
+            valid = validate_document(document, crd_dir)
         except ValueError as error:
             problems.append(f"{source}: {error}")
+            continue
+        ref = ref_of_document(valid)
+        if ref in first_given:
+            problems.append(_given_twice(ref, first_given[ref], (position, source)))
+        else:
+            first_given[ref] = (position, source)
+        validated.append((valid, source))
     if problems:
         raise ApplyError("\n".join(problems))
     return sorted(validated, key=lambda item: apply_order(item[0]["kind"]))
 
 
+def ref_of_document(document: dict) -> Ref:
+    """The Ref of a validated document (of any kind it stores)."""
+    metadata = document["metadata"]
+    return Ref(document["kind"], metadata.get("namespace") or DEFAULT_NAMESPACE, metadata["name"])
+
+
+def _given_twice(ref: Ref, first: tuple[int, str], second: tuple[int, str]) -> str:
+    (first_position, first_source), (second_position, second_source) = first, second
+    if first_source == second_source:  # e.g. two documents of one request that names no files
+        first_source += f" (document {first_position} of the apply)"
+        second_source += f" (document {second_position} of the apply)"
+    return (f"{ref.kind} {ref.namespace}/{ref.name} is given twice in one apply, "
+            f"in {first_source} and in {second_source}; give each resource once")
+
+
 def validate_document(document: dict, crd_dir: Path) -> dict:
+    """The document as it is stored (a KAOS resource with its CRD's defaults), or ValueError."""
     if not isinstance(document, dict):
         raise ValueError("a manifest must be a mapping")
     kind = document.get("kind")
     metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
     if kind in CORE_KINDS:
-        if document.get("apiVersion") != "v1" or not metadata.get("name"):
-            raise ValueError(f"{kind}: needs apiVersion v1 and metadata.name")
+        label = f"{kind} {metadata.get('namespace') or DEFAULT_NAMESPACE}/{metadata.get('name') or '<unnamed>'}"
+        problems = name_problems(kind, metadata.get("namespace"), metadata.get("name"))
+        if document.get("apiVersion") != "v1":
+            problems.insert(0, f"apiVersion: {shown(document.get('apiVersion'))} is not v1")
+        if problems:
+            raise ValueError(f"{label}: " + "; ".join(problems))
         return copy.deepcopy(document)
     if kind not in SERVED_KINDS:
         raise ValueError(
             f"kind {kind!r} is not supported by `kaos up` (supported: {', '.join((*SERVED_KINDS, *CORE_KINDS))})"
         )
-    return crds.validate(document, crd_dir)
+    return crds.validate(document, crd_dir)  # names checked there, with the schema
 
 
 class ResourceStore:
@@ -70,10 +99,10 @@ class ResourceStore:
         changed gets the next generation and keeps its status; an unchanged one is kept as is."""
         results = []
         for document, source in validate_documents(documents, self.crd_dir):
-            metadata = document.setdefault("metadata", {})
-            namespace = metadata.setdefault("namespace", "default")
-            kind, name = document["kind"], metadata["name"]
-            ref = Ref(kind, namespace, name)
+            ref = ref_of_document(document)
+            kind, namespace, name = ref
+            metadata = document["metadata"]
+            metadata["namespace"] = namespace
             if kind in CORE_KINDS:
                 self.objects.setdefault(namespace, {})[(kind, name)] = document
                 results.append({"kind": kind, "namespace": namespace, "name": name, "result": "configured"})
@@ -100,6 +129,9 @@ class ResourceStore:
         return results
 
     def delete(self, ref: Ref) -> bool:
+        """Whether it was there to delete (never, under a name that is no RFC 1123 name)."""
+        if name_problems(ref.kind, ref.namespace, ref.name):
+            return False
         if ref.kind in CORE_KINDS:
             deleted = self.objects.get(ref.namespace, {}).pop((ref.kind, ref.name), None) is not None
         else:

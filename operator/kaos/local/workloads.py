@@ -24,6 +24,7 @@ from typing import Awaitable, Callable
 from kaos.helm import Helm
 from kaos.local.containers import CannotRunLocally, LocalProcess, ProgramMissing, local_process
 from kaos.local.manifests import CORE_KINDS
+from kaos.local.paths import OutsideHome, inside
 from kaos.local.ports import LOOPBACK, free_port
 from kaos.local.programs import pip_command, pip_install, shown
 from kaos.local.redis_server import LocalRedis
@@ -105,7 +106,7 @@ class Workloads(Mapping[Ref, Workload]):
     # logs
 
     def log_path(self, namespace: str, deployment: str) -> Path:
-        return self.home / "logs" / namespace / f"{deployment}.log"
+        return inside(self.home, "logs", namespace, f"{deployment}.log")
 
     def deployments(self) -> list[dict]:
         """The local equivalent of `kubectl get deployments` across namespaces."""
@@ -152,7 +153,8 @@ class Workloads(Mapping[Ref, Workload]):
                 workload.rendered = await self.render(plan.chart, plan.release, ref.namespace, plan.values)
                 workload.values_key = key
             processes = await self._processes_installing(ref, workload.rendered, objects)
-        except CannotRunLocally as error:
+            log_path = self.log_path(ref.namespace, processes[0].name if processes else plan.release)
+        except (CannotRunLocally, OutsideHome) as error:
             await self.stop(ref)
             return str(error)
         except Exception as error:  # helm's message is what the user needs
@@ -163,8 +165,7 @@ class Workloads(Mapping[Ref, Workload]):
             if workload.supervisor is not None:
                 await workload.supervisor.stop()
             workload.processes, workload.process = processes, (processes[0] if processes else None)
-            name = processes[0].name if processes else plan.release
-            workload.supervisor = Replicas(processes, self.port_of(ref), self.log_path(ref.namespace, name), on_change)
+            workload.supervisor = Replicas(processes, self.port_of(ref), log_path, on_change)
             await workload.supervisor.start()
         return ""
 
@@ -204,7 +205,7 @@ class Workloads(Mapping[Ref, Workload]):
         replicas = deployments[0].get("spec", {}).get("replicas", 1)
         ports = [self.port_of(ref)] if replicas == 1 else self._replica_ports(ref, replicas)
         return tuple(
-            local_process(deployments[0], objects, port, str(self.home / "volumes" / ref.namespace / name),
+            local_process(deployments[0], objects, port, str(inside(self.home, "volumes", ref.namespace, name)),
                           self.which, self._base_env)
             for port in ports
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import yaml
+from kaos.bounded_yaml import YAMLInputError, load
 
 
 class ModelConfigError(ValueError):
@@ -35,10 +35,10 @@ def config_yaml_model_names(modelapi_spec: Mapping[str, Any]) -> list[str]:
     text = ((modelapi_spec.get("proxyConfig") or {}).get("configYaml") or {}).get("fromString")
     if not text:
         return []
-    try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ModelConfigError(f"proxyConfig.configYaml.fromString is not valid YAML: {error}") from None
+    try:  # bounded: the text is the user's, and the operator reads it too
+        config = load(text, "proxyConfig.configYaml.fromString")
+    except YAMLInputError as error:
+        raise ModelConfigError(str(error)) from None
     if not isinstance(config, dict):
         raise ModelConfigError("proxyConfig.configYaml.fromString must be a YAML mapping (a LiteLLM config)")
     entries = config.get("model_list") or []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from kaos.api import name_too_long
+from kaos.api import name_problems
 from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
 from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, ollama_gguf
 from kaos.reconcile.models import (
@@ -60,6 +60,9 @@ def plan(
     endpoint_of: EndpointOf,
 ) -> Plan:
     ref = ref_of(resource)
+    bad_names = name_problems(ref.kind, ref.namespace, ref.name)
+    if bad_names:  # the API server checks names too; a plan trusts none it did not check
+        return failed_plan(ref, f"{ref}: " + "; ".join(bad_names))
     chart, release = CHART_OF[ref.kind], release_name(ref.kind, ref.name)
     own_endpoint = endpoint(resource, settings, endpoint_of)
 
@@ -67,9 +70,6 @@ def plan(
         return Plan(phase, message, chart, release, values, own_endpoint, **extra)
 
     try:
-        too_long = name_too_long(ref.kind, ref.name)
-        if too_long:
-            raise _Invalid(f"the name {too_long}; use a shorter name")
         _check_auth(resource, settings)
         if ref.kind == MODELAPI:
             return make(DEPLOY, "", _modelapi(resource, settings))
