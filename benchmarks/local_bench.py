@@ -68,7 +68,7 @@ def main() -> int:
     try:
         seconds = time_up(env, port)
         print(f"kaos up --detach (quickstart: 1 ModelAPI, 1 MCPServer, 2 Agents) -> all Ready: {seconds:.1f} s (target < 20 s)")
-        client = Client(f"http://127.0.0.1:{port}")
+        client = Client.from_home(home)
         coordinator = next(r for r in client.resources("Agent") if r["metadata"]["name"] == "coordinator")
         direct = coordinator["status"]["endpoint"]
         gateway = f"http://127.0.0.1:{port}/default/agent/coordinator"
