@@ -139,7 +139,7 @@ class ReconcileLoop:
             new_status = reconcile.status(resource, plan, None, None)
         else:
             new_status = reconcile.status(resource, plan, supervisor.ready_count, supervisor.count)
-            if supervisor.message and not supervisor.ready:
+            if supervisor.message:  # the restarts, also once it is up again
                 new_status["message"] = "; ".join(filter(None, [new_status.get("message"), supervisor.message]))
         if supervisor is not None and supervisor.crash_looping:
             error = (f"crash loop: the process exited {supervisor.exits_before_ready} times without becoming ready "
