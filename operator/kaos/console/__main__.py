@@ -43,13 +43,18 @@ def catalog_of(args: argparse.Namespace) -> KubernetesCatalog:
     return KubernetesCatalog.in_cluster(tuple(args.namespaces))
 
 
+def application(catalog, proxy: ServiceProxy) -> RequestGuard:
+    """The console behind the request guard: no request from another site, JSON bodies; any Host."""
+    return RequestGuard(Console(catalog, proxy=proxy), Policy(hosts=None))
+
+
 async def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     catalog = catalog_of(args)
     cached = CachedCatalog(catalog, ttl=1.0)
     proxy = ServiceProxy(cached)
-    app = RequestGuard(Console(cached, proxy=proxy), Policy(hosts=None))
+    app = application(cached, proxy)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="off",
                                            log_level=args.log_level.lower(), access_log=False))
     try:
