@@ -41,6 +41,7 @@ from benchmarks.runtime_bench import percentile, rss_mib, run_load, start_agent 
 from kaos.api import API_VERSION  # noqa: E402
 from kaos.cli.client import Client  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
+from kaos.local.state import read_state  # noqa: E402
 from tests.support.polling import wait_until  # noqa: E402
 from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
@@ -152,8 +153,9 @@ async def replicas(mock: Service, home: Path, requests: int, rounds: int) -> Non
     env = {**os.environ, "KAOS_HOME": str(home), "PATH": f"{ROOT / '.tools/bin'}{os.pathsep}{os.environ['PATH']}"}
     control = subprocess.Popen([sys.executable, "-m", "kaos.local", "--port", str(port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = Client(f"http://127.0.0.1:{port}")
     try:
+        state = wait_until(lambda: read_state(home) if control.poll() is None else None, 60, what="the control plane")
+        client = Client.of(state)
         wait_until(lambda: _answers(client), 60, what="the control plane")
         gateway = f"http://127.0.0.1:{port}/default/agent/bench"
         throughput: dict[int, list[float]] = {1: [], 2: []}

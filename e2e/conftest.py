@@ -63,7 +63,7 @@ class LocalBackend:
         tools = ROOT / ".tools" / "bin"
         extra_env = {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"} if tools.is_dir() else {}
         self.state = spawn_control_plane(self.home, self.port, timeout=60, extra_env=extra_env)
-        self.client = Client(self.state.url, timeout=60)
+        self.client = Client.of(self.state, timeout=60)
         self.gateway = self.state.url
 
     def apply(self, resource: dict) -> None:

@@ -75,7 +75,7 @@ class Plane:
         tools = ROOT / ".tools" / "bin"
         self.state = spawn_control_plane(home, free_port(), timeout=60, extra_env={
             "KAOS_AUTH_REQUIRED": "true", "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"})
-        self.client = Client(self.state.url, timeout=60)
+        self.client = Client.of(self.state, timeout=60)
 
     def url(self, segment: str, name: str) -> str:
         return f"{self.state.url}/{NS}/{segment}/{name}"

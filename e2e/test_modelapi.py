@@ -15,6 +15,13 @@ async def test_proxy_health_and_models(test_namespace, shared_modelapi):
         models = await client.get(f"{url}/models")
     assert health.status_code == 200
     assert models.status_code == 200
+    # LiteLLM's admin API and its /health (which runs the models and returns tracebacks) are not
+    # routed (issue 26): the ModelAPI has no spec.auth, so they would be open to any caller
+    async with httpx.AsyncClient(timeout=30) as client:
+        for path in ("/key/list", "/key/generate", "/config/yaml", "/spend/logs", "/health", "/ui", "/v1/model/info"):
+            method = "POST" if path == "/key/generate" else "GET"
+            refused = await client.request(method, f"{url}{path}", json={} if method == "POST" else None)
+            assert refused.status_code == 404 and "adminRoutes" in refused.json()["detail"], (path, refused.text)
     assert SHARED_MODEL in [model["id"] for model in models.json()["data"]]
     status = get_custom_resource("ModelAPI", shared_modelapi, test_namespace)["status"]
     assert status["ready"] is True

@@ -61,6 +61,12 @@ def forwarded_headers(scope, prefix: str) -> dict[str, str]:
             "X-Forwarded-Prefix": prefix}
 
 
+def _declared_length(scope) -> int:
+    """The request's Content-Length (0 when absent or not a number)."""
+    value = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
+    return int(value) if value.isdigit() else 0
+
+
 async def _disconnected(receive) -> None:
     """Returns when the client closes the connection (after the body, uvicorn's receive()
     answers only then)."""
@@ -91,10 +97,18 @@ class Forwarder:
             await self._session.close()
 
     async def forward(self, scope, receive, send, url: URL, timeout: float | None, what: str,
-                      extra_headers: dict[str, str] | None = None) -> None:
+                      extra_headers: dict[str, str] | None = None, max_body: int | None = None) -> None:
         """Send the request to ``url`` (its query added) and stream the answer back; ``what``
-        names the workload in the errors a client gets when it cannot be reached."""
-        body = await read_body(receive)
+        names the workload in the errors a client gets when it cannot be reached. A body over
+        ``max_body`` bytes is 413: refused by its Content-Length, else once that many have
+        arrived (never held whole)."""
+        if max_body is not None and _declared_length(scope) > max_body:
+            await self._too_large(send, what, max_body)
+            return
+        body = await read_body(receive, limit=max_body)
+        if max_body is not None and len(body) > max_body:
+            await self._too_large(send, what, max_body)
+            return
         task = asyncio.current_task()
         gone = asyncio.ensure_future(_disconnected(receive))
         gone.add_done_callback(lambda watcher: watcher.cancelled() or task.cancel())
@@ -106,6 +120,12 @@ class Forwarder:
             task.uncancel()  # the client went away: the upstream request was dropped with this task
         finally:
             gone.cancel()
+
+    async def _too_large(self, send, what: str, max_body: int) -> None:
+        """413, and the connection closed: the rest of the body is not read."""
+        await send_json(send, 413, {"error": "request body too large",
+                                    "detail": f"{what} takes bodies of at most {max_body} bytes through the gateway"},
+                        (*self.error_headers, (b"connection", b"close")))
 
     async def _proxy(self, scope, body: bytes, send, url: URL, timeout: float | None, what: str,
                      extra_headers: dict[str, str]) -> None:

@@ -19,6 +19,8 @@ import yaml
 from pydantic import Field, PositiveFloat, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+from kaos.request_guard import parse_host
+
 PREFIX = "KAOS_"
 REPO_CHARTS_DIR = (Path(__file__).resolve().parent / "charts").resolve()  # the repository's, through a link; in a wheel, a copy
 
@@ -126,6 +128,9 @@ class Settings(BaseSettings):
     helm_stale_seconds: PositiveFloat = 60.0
     # Where `kaos up` records its control plane and keeps logs and volumes.
     home: Path = Field(default_factory=lambda: Path.home() / ".kaos")
+    # The Host names (``name`` or ``name:port``; comma or space separated) the server of `kaos up`
+    # answers to besides 127.0.0.1, localhost and [::1]: any other is refused (DNS rebinding).
+    allowed_hosts: Names = ()
     # `kaos up` installs a missing workload program (kaos-runtime, litellm's proxy, llama.cpp's
     # server) into its environment with pip (from where pip's own PIP_* settings say); false:
     # the resource is Failed with the pip command to run.
@@ -155,11 +160,18 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
 
-    @field_validator("watch_namespaces", mode="before")
+    @field_validator("watch_namespaces", "allowed_hosts", mode="before")
     @classmethod
     def _names(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(item.strip() for item in value.replace(" ", ",").split(",") if item.strip())
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parse_host(entry)  # ValueError: says what is wrong
         return value
 
     @field_validator("gateway_namespace_selector", "operator_pod_labels", "mcp_runtimes", mode="before")

@@ -33,6 +33,9 @@ def problems(obj: dict) -> list[str]:
     return found
 
 
+MAX_RULES = 16  # the Gateway API's HTTPRoute CRD (spec.rules maxItems)
+
+
 def gateway_api_problems(obj: dict) -> list[str]:
     """The fields of HTTPRoute and Gateway (gateway.networking.k8s.io/v1) that the charts use."""
     found = []
@@ -47,8 +50,15 @@ def gateway_api_problems(obj: dict) -> list[str]:
             found += [f"spec.parentRefs.{k}: unknown field" for k in set(ref) - {"name", "namespace", "sectionName", "port", "group", "kind"}]
             if not ref.get("name"):
                 found.append("spec.parentRefs.name is required")
+        if len(spec.get("rules") or []) > MAX_RULES:
+            found.append(f"spec.rules: {len(spec['rules'])} rules, more than the {MAX_RULES} a route takes")
         for rule in spec.get("rules") or []:
             found += [f"spec.rules.{k}: unknown field" for k in set(rule) - {"name", "matches", "filters", "backendRefs", "timeouts"}]
+            rewrites_prefix = any(((f.get("urlRewrite") or {}).get("path") or {}).get("type") == "ReplacePrefixMatch"
+                                  for f in rule.get("filters") or [])
+            prefix_matches = [m for m in rule.get("matches") or [] if (m.get("path") or {}).get("type") == "PathPrefix"]
+            if rewrites_prefix and (len(rule.get("matches") or []) != 1 or len(prefix_matches) != 1):
+                found.append("spec.rules: a rule whose URLRewrite replaces the prefix needs exactly one PathPrefix match")
             for match in rule.get("matches") or []:
                 path = match.get("path") or {}
                 if path.get("type") not in ("Exact", "PathPrefix", "RegularExpression"):

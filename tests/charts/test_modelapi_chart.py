@@ -4,6 +4,7 @@ import httpx
 import pytest
 import yaml
 
+from kaos.routes import MODELAPI_SERVING_PATHS
 from tests.charts import kubelet
 from tests.charts.rendering import container, env_of, kinds, one, render
 from tests.support.processes import spawn, wait_until_ok
@@ -136,10 +137,49 @@ def test_routes_and_network_policy():
     docs = render("modelapi", {"name": "llm", "mode": "Hosted", "gateway": {"enabled": True},
                                "networkPolicy": {"enabled": True}})
     route = one(docs, "HTTPRoute", "modelapi-llm")
-    assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == "/team/modelapi/llm"
-    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "modelapi-llm", "port": 11434}]
+    assert all(rule["backendRefs"] == [{"name": "modelapi-llm", "port": 11434}] for rule in route["spec"]["rules"])
     policy = one(docs, "NetworkPolicy")
     assert policy["spec"]["ingress"][0]["from"][-1] == {"podSelector": {"matchLabels": {"kaos.tools/uses-modelapi-llm": "true"}}}
+
+
+def routed(route: dict) -> dict[str, str]:
+    """What each rule routes: the path matched -> the path the ModelAPI sees."""
+    result = {}
+    for rule in route["spec"]["rules"]:
+        (match,) = rule["matches"]
+        rewrite = next(f["urlRewrite"]["path"] for f in rule["filters"] if f["type"] == "URLRewrite")
+        result[match["path"]["value"]] = rewrite["replacePrefixMatch"]
+    return result
+
+
+def test_the_route_takes_only_the_serving_paths_unless_admin_routes():
+    """LiteLLM's admin API (keys, config, spend, its UI...) and /health are not routed (issue 26):
+    the same paths as the local gateway's (kaos.routes), one rule each."""
+    route = one(render("modelapi", {"name": "llm", "gateway": {"enabled": True, "timeout": "60s"}},
+                       namespace="team"), "HTTPRoute")
+    assert routed(route) == {f"/team/modelapi/llm{path}": path for path in MODELAPI_SERVING_PATHS}
+    assert all(rule["timeouts"] == {"request": "60s"} for rule in route["spec"]["rules"])
+    headers = {f["requestHeaderModifier"]["set"][0]["value"] for rule in route["spec"]["rules"]
+               for f in rule["filters"] if f["type"] == "RequestHeaderModifier"}
+    assert headers == {"/team/modelapi/llm"}, "the workload still learns its public prefix"
+    every = one(render("modelapi", {"name": "llm", "gateway": {"enabled": True, "adminRoutes": True}},
+                       namespace="team"), "HTTPRoute")
+    assert routed(every) == {"/team/modelapi/llm": "/"}
+
+
+def test_spec_gateway_route_admin_routes_reaches_the_chart():
+    from kaos.reconcile import plan
+    from kaos.settings import Settings
+
+    spec = {"mode": "Proxy", "proxyConfig": {"models": ["m"]}, "gatewayRoute": {"adminRoutes": True}}
+    resource = {"kind": "ModelAPI", "metadata": {"name": "llm", "namespace": "team"}, "spec": spec}
+    settings = Settings(gateway_enabled=True)
+    values = plan(resource, {}, settings, lambda *_: "http://x").values
+    assert values["gateway"]["adminRoutes"] is True
+    assert routed(one(render("modelapi", values, namespace="team"), "HTTPRoute")) == {"/team/modelapi/llm": "/"}
+    spec.pop("gatewayRoute")
+    values = plan(resource, {}, settings, lambda *_: "http://x").values
+    assert values["gateway"]["adminRoutes"] is False and len(one(render("modelapi", values), "HTTPRoute")["spec"]["rules"]) > 1
 
 
 def test_a_proxy_in_front_of_another_modelapi_carries_its_access_label():

@@ -51,6 +51,13 @@ def test_the_gateway_api_check_rejects_a_broken_route():
     assert any("path.type 'Prefix'" in p for p in found)
     assert any("start with /" in p for p in found)
     assert any("2 minutes" in p for p in found)
+    rewrite = {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}
+    two = {"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}, {"path": {"type": "PathPrefix", "value": "/b"}}],
+           "filters": [rewrite], "backendRefs": [{"name": "s", "port": 1}]}
+    route["spec"] = {"parentRefs": [{"name": "g"}], "rules": [two] * 17}
+    found = problems(route)
+    assert any("exactly one PathPrefix" in p for p in found)
+    assert any("more than the 16" in p for p in found)
 
 
 def test_kubernetes_validation_rejects_an_unknown_field():

@@ -11,8 +11,8 @@ import pytest
 
 from kaos.api import API_VERSION, MODELAPI, PLURALS
 from kaos.console import Console, Health, LocalCatalog
+from kaos.console.__main__ import application, parser
 from kaos.console.__main__ import main as console_main
-from kaos.console.__main__ import parser
 from kaos.console.catalog import CachedCatalog, CatalogError, sort_resources
 from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy, parse_route, upstream
 
@@ -288,3 +288,35 @@ async def test_the_cluster_console_passes_the_users_token_to_the_workload(serve)
             assert served.json() == {"path": "/v1/chat/completions", "authorization": f"Bearer {token}"}
     finally:
         await app.proxy.aclose()
+
+
+async def test_the_cluster_console_refuses_other_sites_and_a_modelapis_admin_paths(serve):
+    """kaos-console forwards to every workload: a page of another site may not use it, and of a
+    ModelAPI only the paths that serve models are reached (issue 26)."""
+    seen = []
+
+    async def workload(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append((request.method, request.path))
+        return aiohttp.web.json_response({"ok": True})
+
+    base = await serve(workload)
+    items = [resource("Agent", "a", "team", endpoint=base, phase="Ready", ready=True),
+             resource("ModelAPI", "m", "team", endpoint=base, phase="Ready", ready=True)]
+    catalog = LocalCatalog(lambda: items)
+    proxy = ServiceProxy(catalog)
+    try:
+        async with client(application(catalog, proxy)) as http:
+            chat = "/team/agent/a/v1/chat/completions"
+            assert (await http.post(chat, content=b"{}", headers={"content-type": "text/plain"})).status_code == 415
+            assert (await http.post(chat, json={}, headers={"origin": "http://evil.example"})).status_code == 403
+            assert (await http.post(chat, json={}, headers={"sec-fetch-site": "cross-site"})).status_code == 403
+            assert (await http.post(chat, json={})).status_code == 200
+            assert (await http.get("/team/modelapi/m/v1/models")).status_code == 200
+            for path in ("/key/list", "/health", "/ui", "/config/update"):
+                refused = await http.get(f"/team/modelapi/m{path}")
+                assert refused.status_code == 404 and "adminRoutes" in refused.json()["detail"], path
+            items[1]["spec"] = {"gatewayRoute": {"adminRoutes": True}}
+            assert (await http.get("/team/modelapi/m/key/list")).status_code == 200
+        assert seen == [("POST", "/v1/chat/completions"), ("GET", "/v1/models"), ("GET", "/key/list")]
+    finally:
+        await proxy.aclose()

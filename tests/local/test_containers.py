@@ -13,7 +13,8 @@ from kaos.local.containers import (
     program_for,
     readiness_path,
     resolve_env,
-    rewrite_mount_paths,
+    rewrite_mount_arg,
+    rewrite_mount_path,
 )
 
 INSTALLED = {"kaos-runtime": "/venv/bin/kaos-runtime", "litellm": "/venv/bin/litellm"}
@@ -117,9 +118,29 @@ def test_config_map_volume_becomes_files_and_paths_are_rewritten():
     assert files["/home/v/one/renamed.yaml"] == "a: 2"
     assert "/home/v/one/config.yaml" not in files
     assert mounts == {"/etc/litellm": "/home/v/config", "/etc/one/file.yaml": "/home/v/one/renamed.yaml"}
-    assert rewrite_mount_paths("/etc/litellm/config.yaml", mounts) == "/home/v/config/config.yaml"
-    assert rewrite_mount_paths("--config=/etc/litellm", mounts) == "--config=/home/v/config"
-    assert rewrite_mount_paths("/etc/litellmx/other", mounts) == "/etc/litellmx/other"
+    assert rewrite_mount_path("/etc/litellm/config.yaml", mounts) == "/home/v/config/config.yaml"
+    assert rewrite_mount_arg("--config=/etc/litellm", mounts) == "--config=/home/v/config"
+    assert rewrite_mount_path("/etc/litellmx/other", mounts) == "/etc/litellmx/other"
+    assert rewrite_mount_path("/etc/one/file.yaml", mounts) == "/home/v/one/renamed.yaml"
+
+
+def test_only_values_that_are_mounted_paths_are_rewritten():
+    """An agent's instructions and a python-string server's tools mention /tmp (the charts' emptyDir)
+    as text: they reach the process as written (issue 26); a value that is a path below it moves."""
+    tools = "def save(text: str) -> str:\n    open('/tmp/notes.txt', 'w').write(text)\n    return 'saved in /tmp'\n"
+    instructions = "Keep scratch files in /tmp. Never read /tmp/secrets or /tmp"
+    container = {"image": "ghcr.io/kaos-tools/kaos-runtime:0.1.0", "command": ["kaos-runtime", "agent"],
+                 "args": ["--cache", "/tmp/cache", "--log=/tmp/log", "write to /tmp"],
+                 "env": [{"name": "AGENT_INSTRUCTIONS", "value": instructions},
+                         {"name": "MCP_TOOLS_STRING", "value": tools},
+                         {"name": "CACHE_DIR", "value": "/tmp/cache"}, {"name": "TMPDIR", "value": "/tmp"},
+                         {"name": "NEAR", "value": "/tmpfs/x"}],
+                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}
+    process = local_process(deployment(container, [{"name": "tmp", "emptyDir": {}}]), {}, 1234, "/home/vol", which)
+    env = process.env_dict
+    assert (env["AGENT_INSTRUCTIONS"], env["MCP_TOOLS_STRING"], env["NEAR"]) == (instructions, tools, "/tmpfs/x")
+    assert (env["CACHE_DIR"], env["TMPDIR"]) == ("/home/vol/tmp/cache", "/home/vol/tmp")
+    assert process.argv[-4:] == ("--cache", "/home/vol/tmp/cache", "--log=/home/vol/tmp/log", "write to /tmp")
 
 
 def test_readiness_path():

@@ -124,6 +124,9 @@ async def test_crashed_process_is_restarted(control):
     os.kill(pid, signal.SIGKILL)
     await eventually(lambda: phase(control, "ModelAPI", "llm") == "Ready" and control.deployments()[0]["restarts"] == 1, timeout=30)
     assert info(control, "ModelAPI", "llm")["pid"] != pid
+    # Ready again, the status still says it restarted (docs/local.md, "Restarts"), and why
+    message = control.store.resources[Ref("ModelAPI", "default", "llm")]["status"]["message"]
+    assert "restarted 1 time(s)" in message and "exit code -9" in message, message
 
 
 async def test_dependents_follow_their_dependency(control):

@@ -16,7 +16,7 @@ def samples(text: str) -> dict:
 
 
 async def scrape(plane) -> dict:
-    app = App(plane, 0, lambda: None)
+    app = App(plane, 0, lambda: None, "token")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kaos") as client:
         response = await client.get("/_kaos/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")

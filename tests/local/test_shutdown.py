@@ -28,7 +28,8 @@ def test_sigterm_with_a_request_held_open(path):
     held = socket.create_connection(("127.0.0.1", state.port))
     try:
         # A request whose body never finishes: the server cannot answer it, only cut it.
-        held.sendall(b"POST " + path + b" HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        held.sendall(b"POST " + path + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                     b"authorization: Bearer " + state.token.encode() + b"\r\n"
                      b"content-length: 1000\r\n\r\n{\"partial\":")
         started = time.monotonic()
         os.kill(state.pid, signal.SIGTERM)

@@ -55,7 +55,7 @@ class Plane:
         tools = ROOT / ".tools" / "bin"
         extra = {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"} if tools.is_dir() else {}
         self.state = spawn_control_plane(self.home, free_port(), timeout=60, extra_env=extra)
-        self.client = Client(self.state.url, timeout=60)
+        self.client = Client.of(self.state, timeout=60)
         self.gateway = self.state.url
         self.namespace = f"rm-{uuid.uuid4().hex[:6]}"
 

@@ -311,7 +311,8 @@ def test_modelapi_values_follow_the_chart_contract():
         "hosted": {"image": SETTINGS.ollama_image.values(), "model": ""},
         "env": [{"name": "X", "value": "1"}],
         "resources": {},
-        "gateway": {"enabled": False, "parentRef": {"name": "kaos-gateway", "namespace": ""}, "timeout": ""},
+        "gateway": {"enabled": False, "parentRef": {"name": "kaos-gateway", "namespace": ""}, "timeout": "",
+                    "adminRoutes": False},
         "networkPolicy": {"enabled": False, "gatewayNamespaceSelector": {}},
         "auth": {},
     }

@@ -47,7 +47,7 @@ def test_from_env_reads_every_kaos_variable():
         "KAOS_WATCH_NAMESPACES": "a, b", "KAOS_MCP_RUNTIMES": '{"fetch": {"port": 9000}}',
         "KAOS_CLUSTER_DOMAIN": "k8s.local", "KAOS_LOG_LEVEL": "debug", "KAOS_HEALTH_PORT": "9090",
         "KAOS_HEALTH_HOST": "127.0.0.1", "KAOS_RESYNC_SECONDS": "0.5", "KAOS_HELM_RETRY_SECONDS": "2",
-        "KAOS_HELM": "/opt/helm", "KAOS_HOME": "/var/kaos",
+        "KAOS_HELM": "/opt/helm", "KAOS_HOME": "/var/kaos", "KAOS_ALLOWED_HOSTS": "kaos.example, tunnel:9000",
     })
     assert settings.charts_dir == Path("/opt/kaos/charts")
     assert settings.crd_dir == Path("/opt/kaos/charts/kaos/files/crds")
@@ -63,6 +63,7 @@ def test_from_env_reads_every_kaos_variable():
     assert settings.cluster_domain == "k8s.local" and settings.log_level == "DEBUG" and settings.health_port == 9090
     assert settings.health_host == "127.0.0.1"
     assert settings.resync_seconds == 0.5 and settings.helm_retry_seconds == 2.0
+    assert settings.allowed_hosts == ("kaos.example", "tunnel:9000")
 
 
 @pytest.mark.parametrize(
@@ -74,6 +75,7 @@ def test_from_env_reads_every_kaos_variable():
         ({"KAOS_RESYNC_SECONDS": "0"}, "KAOS_RESYNC_SECONDS"),
         ({"KAOS_HELM_RETRY_SECONDS": "soon"}, "KAOS_HELM_RETRY_SECONDS"),
         ({"KAOS_GATEWAY_NAMESPACE_SELECTOR": "a: [b"}, "KAOS_GATEWAY_NAMESPACE_SELECTOR"),
+        ({"KAOS_ALLOWED_HOSTS": "http://kaos.example"}, "KAOS_ALLOWED_HOSTS"),
     ],
 )
 def test_bad_values_name_the_variable(env, name):

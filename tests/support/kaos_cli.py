@@ -31,7 +31,7 @@ class Kaos:
                     "PATH": os.pathsep.join([str(tools), str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
         self.env.pop("OPENAI_API_KEY", None)
         self.up = self.kaos("up", "-f", str(manifests), "--detach", "--port", str(self.port), timeout=240)
-        self.client = Client(self.url, timeout=30)
+        self.client = Client.from_home(home, timeout=30)
 
     def kaos(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         program = shutil.which("kaos", path=self.env["PATH"])

@@ -5,7 +5,10 @@ timeout is .Values.gateway.timeout when set ("0s" = none). The request carries t
 X-Forwarded-Prefix (set, replacing any a client sent), so that the workload can name its public
 URL (an agent's cards); the header filter comes first, though its value does not depend on the
 path, so the order of the two filters changes nothing.
-Usage: include "kaos-common.httproute" (dict "context" $ "port" .Values.service.port)
+With "paths" (a list), only those paths (and what lies below each, whole segments) are routed,
+one rule each (the Gateway API allows one PathPrefix match per rule that rewrites the prefix,
+and 16 rules per route): /<namespace>/<route>/<name><path> goes to <path>.
+Usage: include "kaos-common.httproute" (dict "context" $ "port" .Values.service.port [ "paths" (list "/v1/models") ])
 */}}
 {{- define "kaos-common.httproute" -}}
 {{- $ctx := .context -}}
@@ -13,6 +16,8 @@ Usage: include "kaos-common.httproute" (dict "context" $ "port" .Values.service.
 {{- $name := include "kaos-common.names.name" $ctx -}}
 {{- $route := include "kaos-common.names.route" $ctx -}}
 {{- $prefix := printf "/%s/%s/%s" $ctx.Release.Namespace $route $name -}}
+{{- $service := include "kaos-common.names.fullname" $ctx -}}
+{{- $port := .port -}}
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata:
@@ -26,10 +31,11 @@ spec:
       namespace: {{ . }}
       {{- end }}
   rules:
+    {{- range $path := (.paths | default (list "/")) }}
     - matches:
         - path:
             type: PathPrefix
-            value: {{ $prefix }}
+            value: {{ ternary $prefix (printf "%s%s" $prefix $path) (eq $path "/") }}
       filters:
         - type: RequestHeaderModifier
           requestHeaderModifier:
@@ -40,12 +46,13 @@ spec:
           urlRewrite:
             path:
               type: ReplacePrefixMatch
-              replacePrefixMatch: /
+              replacePrefixMatch: {{ $path }}
       backendRefs:
-        - name: {{ include "kaos-common.names.fullname" $ctx }}
-          port: {{ .port }}
+        - name: {{ $service }}
+          port: {{ $port }}
       {{- with $gateway.timeout }}
       timeouts:
         request: {{ . }}
       {{- end }}
+    {{- end }}
 {{- end -}}

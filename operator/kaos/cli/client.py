@@ -1,5 +1,6 @@
 """Talk to a running local control plane over its admin API (used by the CLI and the e2e suite),
-and start or stop one in the background."""
+and start or stop one in the background. The admin API wants the token of the run, which the
+control plane writes to its state file (kaos.local.state); ``Client.of(state)`` sends it."""
 
 from __future__ import annotations
 
@@ -26,16 +27,21 @@ class NotRunning(ControlPlaneError):
 
 
 class Client:
-    def __init__(self, url: str, timeout: float = 30.0):
+    def __init__(self, url: str, token: str, timeout: float = 30.0):
         self.url = url.rstrip("/")
-        self.http = httpx.Client(base_url=self.url, timeout=timeout)
+        self.http = httpx.Client(base_url=self.url, timeout=timeout, headers={"Authorization": f"Bearer {token}"})
 
     @classmethod
-    def from_home(cls, home: Path) -> "Client":
+    def of(cls, state: State, timeout: float = 30.0) -> "Client":
+        """The client of the control plane ``state`` records (its URL and token)."""
+        return cls(state.url, state.token, timeout)
+
+    @classmethod
+    def from_home(cls, home: Path, timeout: float = 30.0) -> "Client":
         state = read_state(home)
         if state is None:
             raise NotRunning(f"no local control plane is running ({variable('home')}={home}); start one with `kaos up`")
-        return cls(state.url)
+        return cls.of(state, timeout)
 
     def _call(self, method: str, path: str, **kwargs) -> dict:
         try:
@@ -74,7 +80,7 @@ class Client:
         return self._call("GET", "/deployments")["items"]
 
     def down(self) -> None:
-        self._call("POST", "/down")
+        self._call("POST", "/down", json={})
 
     def close(self) -> None:
         self.http.close()
@@ -119,7 +125,7 @@ def stop_control_plane(home: Path, timeout: float = 30.0) -> bool:
     if state is None:
         return False
     try:
-        Client(state.url).down()
+        Client.of(state).down()
     except ControlPlaneError:
         os.kill(state.pid, 15)
     wait_until(lambda: read_state(home) is None, timeout, what="the control plane to stop")

@@ -20,7 +20,9 @@ from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
 from kaos.local.ports import PortInUse, check_port_free
 from kaos.local.state import read_state
+from kaos.request_guard import parse_host
 from kaos.routes import gateway_path
+from kaos.settings import variable
 
 UP_TIMEOUT = 600.0
 
@@ -71,14 +73,16 @@ def cmd_up(args) -> int:
         )
     documents = _documents(args.file, settings) if args.file else []
     check_port_free(args.port)
+    if args.allow_host:  # the settings' names and these: one list, read by the control plane as KAOS_ALLOWED_HOSTS
+        settings = settings.model_copy(update={"allowed_hosts": (*settings.allowed_hosts, *args.allow_host)})
     if args.detach:
-        return _up_detached(home, args.port, documents)
+        return _up_detached(home, args.port, documents, settings.allowed_hosts)
     return _up_foreground(home, args.port, settings, documents)
 
 
-def _up_detached(home: Path, port: int, documents) -> int:
-    state = spawn_control_plane(home, port)
-    client = Client(state.url)
+def _up_detached(home: Path, port: int, documents, allowed_hosts: tuple[str, ...]) -> int:
+    state = spawn_control_plane(home, port, extra_env={variable("allowed_hosts"): ",".join(allowed_hosts)})
+    client = Client.of(state)
     print(f"control plane started (pid {state.pid}) on {state.url}; logs in {home / 'logs'}")
     if documents:
         for result in client.apply(documents):
@@ -355,6 +359,14 @@ def cmd_down(args) -> int:
     return 0
 
 
+def _host_entry(text: str) -> str:
+    try:
+        parse_host(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text.strip()
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="kaos", description="Run KAOS agents, model APIs and MCP servers locally.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -363,6 +375,9 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("-f", "--file", action="append", default=[], help="manifest file or folder (repeatable)")
     up.add_argument("--port", type=int, default=8080, help="gateway port on 127.0.0.1 (default 8080)")
     up.add_argument("--detach", "-d", action="store_true", help="run in the background; return once all are Ready or Failed")
+    up.add_argument("--allow-host", action="append", default=[], type=_host_entry, metavar="NAME[:PORT]",
+                    help="a Host name the gateway answers to besides 127.0.0.1, localhost and [::1] (repeatable; "
+                         "e.g. the name of a reverse proxy); others are refused against DNS rebinding")
     up.set_defaults(run=cmd_up)
 
     apply = commands.add_parser("apply", help="create or update resources from manifests")

@@ -4,6 +4,10 @@ In a pod it reads the resources with the pod's ServiceAccount; elsewhere give th
 (``--api-server``, with ``--token-file``/``--ca-file`` as needed, e.g. through ``kubectl proxy``:
 ``--api-server http://127.0.0.1:8001``). Under ``kaos up`` there is nothing to run: the local
 gateway serves the console at its root.
+
+The console forwards chats, approvals and MCP calls to the workloads: like the local server, it
+refuses requests from other sites and state-changing requests that are not JSON
+(kaos.request_guard). It answers to any Host: a cluster reaches it under names it cannot know.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from kaos.console.app import Console
 from kaos.console.catalog import CachedCatalog, CatalogError
 from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy
+from kaos.request_guard import Policy, RequestGuard
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,13 +43,18 @@ def catalog_of(args: argparse.Namespace) -> KubernetesCatalog:
     return KubernetesCatalog.in_cluster(tuple(args.namespaces))
 
 
+def application(catalog, proxy: ServiceProxy) -> RequestGuard:
+    """The console behind the request guard: no request from another site, JSON bodies; any Host."""
+    return RequestGuard(Console(catalog, proxy=proxy), Policy(hosts=None))
+
+
 async def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     catalog = catalog_of(args)
     cached = CachedCatalog(catalog, ttl=1.0)
     proxy = ServiceProxy(cached)
-    app = Console(cached, proxy=proxy)
+    app = application(cached, proxy)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="off",
                                            log_level=args.log_level.lower(), access_log=False))
     try:

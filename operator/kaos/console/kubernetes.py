@@ -5,7 +5,8 @@ console's own ServiceAccount (its token and CA, mounted in the pod), which needs
 but get/list on them. :class:`ServiceProxy` serves the gateway's URL layout
 (``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``) by forwarding to the workload's
 ``status.endpoint``, the Service URL the operator wrote (``http://agent-<name>.<ns>.svc...:8000``);
-only resources the catalog lists are reached, so the console is no open proxy.
+only resources the catalog lists are reached, so the console is no open proxy, and of a ModelAPI
+only the paths the gateway routes (kaos.routes), with bodies up to the same bound.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kaos.api import API_VERSION, MCPSERVER, PLURALS, SERVED_KINDS, TRIGGER, TRI
 from kaos.console.app import JSON_HEADERS, send_json
 from kaos.console.catalog import Catalog, CatalogError, key_of
 from kaos.proxy import Forwarder, forwarded_headers
-from kaos.routes import DEFAULT_TIMEOUT, Route, gateway_path, parse_route
+from kaos.routes import DEFAULT_TIMEOUT, Route, gateway_path, max_body, parse_route, unrouted
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -149,6 +150,9 @@ class ServiceProxy:
         resource = next((item for item in items if key_of(item) == (route.kind, route.namespace, route.name)), None)
         if resource is None:
             return 404, f"no {route.kind} {route.name!r} in namespace {route.namespace!r}", route, None
+        why = unrouted(route.kind, resource.get("spec") or {}, route.path)
+        if why is not None:
+            return 404, why, route, None
         url = upstream(resource, route.path)
         if url is None:
             status = resource.get("status") or {}
@@ -168,4 +172,4 @@ class ServiceProxy:
             return
         prefix = gateway_path(route.namespace, route.kind, route.name)
         await self.forwarder.forward(scope, receive, send, url, DEFAULT_TIMEOUT, f"{route.kind} {route.name} ({url.host})",
-                                     forwarded_headers(scope, prefix))
+                                     forwarded_headers(scope, prefix), max_body=max_body(route.kind))

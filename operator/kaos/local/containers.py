@@ -228,11 +228,22 @@ def _volume_data(volume: Mapping, objects: Mapping[tuple[str, str], Mapping]) ->
     return data, items
 
 
-def rewrite_mount_paths(text: str, mounts: Mapping[str, str]) -> str:
-    """Replace container mount paths in ``text`` with their local folders (longest first)."""
+def rewrite_mount_path(value: str, mounts: Mapping[str, str]) -> str:
+    """``value`` with its local folder for the container mount path it is, or lies below (the
+    longest such mount); any other value unchanged. Only a value that is a path is one: text
+    that mentions a path (an agent's instructions, a tool's code) is never rewritten."""
     for mount_path in sorted(mounts, key=len, reverse=True):
-        text = re.sub(re.escape(mount_path) + r"(?=/|$|\s|[\"'=:,])", lambda _m, p=mounts[mount_path]: p, text)
-    return text
+        if value == mount_path or value.startswith(mount_path.rstrip("/") + "/"):
+            return mounts[mount_path] + value[len(mount_path):]
+    return value
+
+
+def rewrite_mount_arg(arg: str, mounts: Mapping[str, str]) -> str:
+    """An argument that is a mount path, or a ``--flag=`` with one, pointed at the local folder."""
+    flag, equals, value = arg.partition("=")
+    if equals and flag.startswith("-"):
+        return flag + equals + rewrite_mount_path(value, mounts)
+    return rewrite_mount_path(arg, mounts)
 
 
 def readiness_path(container: Mapping) -> str | None:
@@ -268,10 +279,10 @@ def local_process(
     if image_repository(image).removeprefix("docker.io/") == OLLAMA_IMAGE:
         overrides["OLLAMA_HOST"] = f"{LOOPBACK}:{port}"
     container_env = resolve_env(container.get("env") or [], objects, overrides)
-    container_env = {k: rewrite_mount_paths(v, mounts) for k, v in container_env.items()}
-    command = [rewrite_mount_paths(expand(c, container_env), mounts) for c in container.get("command") or []]
+    container_env = {k: rewrite_mount_path(v, mounts) for k, v in container_env.items()}
+    command = [rewrite_mount_arg(expand(c, container_env), mounts) for c in container.get("command") or []]
     expanded_args = [expand(a, container_env) for a in container.get("args") or []]
-    args = [rewrite_mount_paths(a, mounts) for a in expanded_args]
+    args = [rewrite_mount_arg(a, mounts) for a in expanded_args]
     fetched_from = {entry.get("name"): str(entry.get("value", "")) for init in pod_spec.get("initContainers") or []
                     for entry in init.get("env") or [] if entry.get("name") in ("GGUF_PACKAGE", "GGUF_URL")}
     locate = gguf_locator(mounts, fetched_from, installed)

@@ -5,7 +5,8 @@ with the prefix replaced by ``/``; bodies stream through chunk by chunk (SSE inc
 client that goes away closes the upstream connection too, so the workload stops the work.
 The workload learns the address its client used from ``X-Forwarded-Proto``, ``X-Forwarded-Host``
 and ``X-Forwarded-Prefix`` (the gateway sets them, replacing any the client sent), so that an
-agent's cards name the gateway's URL, not its loopback port.
+agent's cards name the gateway's URL, not its loopback port. Of a ModelAPI only the paths that
+serve models are routed, with bodies up to a bound (kaos.routes; the control plane's lookup says).
 """
 
 from __future__ import annotations
@@ -44,4 +45,4 @@ class Gateway:
         url = URL.build(scheme="http", host="127.0.0.1", port=backend.port, path=route.path, encoded=True)
         prefix = gateway_path(route.namespace, route.kind, route.name)
         await self.forwarder.forward(scope, receive, send, url, backend.timeout, f"{route.kind} {route.name}",
-                                     forwarded_headers(scope, prefix))
+                                     forwarded_headers(scope, prefix), max_body=backend.max_body)

@@ -24,7 +24,7 @@ from kaos.local.workloads import Workloads
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
-from kaos.routes import Backend, Route, route_timeout
+from kaos.routes import Backend, Route, max_body, route_timeout, unrouted
 
 log = logging.getLogger("kaos.local")
 
@@ -139,7 +139,7 @@ class ReconcileLoop:
             new_status = reconcile.status(resource, plan, None, None)
         else:
             new_status = reconcile.status(resource, plan, supervisor.ready_count, supervisor.count)
-            if supervisor.message and not supervisor.ready:
+            if supervisor.message:  # the restarts, also once it is up again
                 new_status["message"] = "; ".join(filter(None, [new_status.get("message"), supervisor.message]))
         if supervisor is not None and supervisor.crash_looping:
             error = (f"crash loop: the process exited {supervisor.exits_before_ready} times without becoming ready "
@@ -213,6 +213,9 @@ class ReconcileLoop:
         spec = resource.get("spec") or {}
         if ref.kind == "Agent" and not (spec.get("agentNetwork") or {}).get("expose", True):
             return Backend(None, 404, f"Agent {route.name!r} is not exposed (agentNetwork.expose: false)")
+        why = unrouted(ref.kind, spec, route.path)
+        if why is not None:
+            return Backend(None, 404, why)
         workload = self.workloads.get(ref)
         supervisor = workload.supervisor if workload else None
         if supervisor is None or not supervisor.ready:
@@ -223,4 +226,4 @@ class ReconcileLoop:
         port = supervisor.pick_port()  # the next ready replica
         if port is None:
             return Backend(None, 503, f"{route.kind} {route.name} has no ready replica")
-        return Backend(port, timeout=timeout)
+        return Backend(port, timeout=timeout, max_body=max_body(ref.kind))

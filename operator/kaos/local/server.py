@@ -2,12 +2,16 @@
 the web console (kaos.console) at / and under /_console/.
 
 ``/_kaos`` and ``/_console`` cannot be namespaces (namespaces are DNS labels), so nothing collides.
+Every request passes the request guard first (kaos.request_guard: the Host, the site, the body's
+type); the admin API wants this run's token too (``Authorization: Bearer``, from the state file),
+but for /_kaos/health and /_kaos/metrics, which say nothing of the resources.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import os
@@ -25,26 +29,31 @@ from kaos.local.controlplane import ControlPlane
 from kaos.local.gateway import Gateway
 from kaos.local.manifests import CORE_KINDS, ApplyError
 from kaos.local.ports import LOOPBACK, PortInUse, check_port_free
-from kaos.local.state import State, clear_state, write_state
+from kaos.local.state import STATE_FILE, State, clear_state, new_token, write_state
 from kaos.local.store import validate_documents
 from kaos.metrics import CONTENT_TYPE, exposition
 from kaos.proxy import read_body, send_json
 from kaos.reconcile import Ref
+from kaos.request_guard import Policy, RequestGuard
 from kaos.routes import parse_trigger_path
+from kaos.settings import variable
 from kaos.triggers.signature import SIGNATURE_HEADER
 from kaos.triggers.webhook import DELIVERY_HEADER, MAX_BODY_BYTES
 
 ADMIN_PREFIX = "/_kaos/"
+OPEN_ADMIN_CALLS = ("health",)  # and metrics (answered before): reconcile counts by kind and phase, no names
 log = logging.getLogger("kaos.local")
 
 
 class App:
-    """ASGI entry: admin API under /_kaos/, the console at / and /_console/, the rest through the gateway."""
+    """ASGI entry: admin API under /_kaos/, the console at / and /_console/, the rest through the gateway.
+    ``token``: what the admin API's calls (but health and metrics) must carry."""
 
-    def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None]):
+    def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None], token: str):
         self.control = control
         self.port = port
         self.shutdown = shutdown
+        self._authorization = f"Bearer {token}".encode()
         self.gateway = Gateway(control.backend_of)
         self.console = Console(LocalCatalog(control.list))
 
@@ -80,6 +89,11 @@ class App:
 
     async def _admin(self, scope, receive, send, action: str) -> None:
         method = scope["method"]
+        if action not in OPEN_ADMIN_CALLS and not self._authorized(scope):
+            await send_json(send, 401, {"error": "the admin API needs this run's token (Authorization: Bearer "
+                                                 f"<token>): the \"token\" of {STATE_HINT}, which the kaos CLI sends"},
+                            headers=[(b"www-authenticate", b'Bearer realm="kaos"')])
+            return
         query = dict(parse_qsl((scope.get("query_string") or b"").decode()))
         try:
             body = json.loads(await read_body(receive) or b"{}") if method == "POST" else {}
@@ -90,6 +104,10 @@ class App:
             return
         status, payload = await self._handle(method, action, query, body)
         await send_json(send, status, payload)
+
+    def _authorized(self, scope) -> bool:
+        given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
+        return hmac.compare_digest(given, self._authorization)
 
     async def _handle(self, method: str, action: str, query: dict, body: dict) -> tuple[int, dict]:
         control = self.control
@@ -123,6 +141,17 @@ class App:
             asyncio.get_running_loop().call_soon(self.shutdown)
             return 202, {"status": "stopping"}
         return 404, {"error": f"unknown admin call {method} {ADMIN_PREFIX}{action}"}
+
+
+STATE_HINT = f"${variable('home')}/{STATE_FILE}"
+
+
+def guarded(app: App, port: int, allowed_hosts: tuple[str, ...]) -> RequestGuard:
+    """The app behind the request guard: Host one of the loopback names or ``allowed_hosts``, no
+    request from another site, JSON bodies (a Trigger's webhook takes any: CI systems sign it)."""
+    hint = f"to allow a name, start with `kaos up --allow-host NAME` or set {variable('allowed_hosts')}"
+    return RequestGuard(app, Policy(hosts=allowed_hosts, port=port, hint=hint,
+                                    any_body=lambda path: parse_trigger_path(path) is not None))
 
 
 def resource_summary_of(ref: Ref) -> dict:
@@ -162,9 +191,10 @@ async def serve(
         if server is not None:
             server.should_exit = True
 
-    app = App(control, port, shutdown)
+    token = new_token()
+    app = App(control, port, shutdown, token)
     server = _Server(uvicorn.Config(
-        app, host=LOOPBACK, port=port, log_level="warning", access_log=False,
+        guarded(app, port, settings.allowed_hosts), host=LOOPBACK, port=port, log_level="warning", access_log=False,
         lifespan="off", timeout_keep_alive=30, http="httptools", loop="asyncio",
         timeout_graceful_shutdown=SHUTDOWN_GRACE,  # a client holding a proxied stream cannot stall a stop
     ))
@@ -179,7 +209,7 @@ async def serve(
                 await serving
                 raise PortInUse(f"the control plane could not listen on {LOOPBACK}:{port}")
             await asyncio.sleep(0.02)
-        write_state(home, State(pid=os.getpid(), port=port, started=time.time()))
+        write_state(home, State(pid=os.getpid(), port=port, started=time.time(), token=token))
         if documents:
             control.apply(documents)
         if ready is not None:

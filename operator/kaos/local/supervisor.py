@@ -80,9 +80,12 @@ class Supervisor:
 
     @property
     def message(self) -> str:
-        """Why the process is not up, when it has exited before."""
-        if self.last_exit is None or self.ready:
+        """How often the process exited and was restarted, and why it is not up while it is not;
+        "" when it never exited."""
+        if self.last_exit is None:
             return ""
+        if self.ready:
+            return f"restarted {self.restarts} time(s), the last time after exit code {self.last_exit} (see `kaos logs`)"
         return f"process exited with code {self.last_exit}; restarted {self.restarts} time(s) (see `kaos logs`)"
 
     async def stop(self) -> None:

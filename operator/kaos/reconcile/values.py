@@ -209,7 +209,8 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         },
         "env": _copy_list(container.get("env")),
         "resources": copy.deepcopy(container.get("resources") or {}),
-        "gateway": gateway_values(spec, settings),
+        "gateway": {**gateway_values(spec, settings),
+                    "adminRoutes": bool((spec.get("gatewayRoute") or {}).get("adminRoutes"))},
         "networkPolicy": network_policy_values(settings),
         "auth": copy.deepcopy(spec.get("auth") or {}),
     }
