@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 from kaos.crds import validate  # noqa: E402
 from kaos.trigger_runner.engine import TriggerEngine  # noqa: E402
 from kaos.triggers.runs import timestamp  # noqa: E402
-from kaos.triggers.signature import signature  # noqa: E402
+from kaos.triggers.signature import signed_headers  # noqa: E402
+from kaos.triggers.webhook import WebhookCall  # noqa: E402
 from tests.support.processes import spawn, wait_until_ok  # noqa: E402
 
 SECRET = b"bench-key"
@@ -95,7 +96,8 @@ async def webhooks(agent: str, runs: int) -> list[float]:
     async with httpx.AsyncClient() as http:
         for number in range(runs):
             body = json.dumps({"n": number}).encode()
-            answer = await engine.webhook("bench", "hook", body, signature(SECRET, body), f"d{number}")
+            call = WebhookCall.read(body, signed_headers(SECRET, body, delivery=f"d{number}").get)
+            answer = await engine.webhook("bench", "hook", call)
             accepted = datetime.now(timezone.utc)
             assert answer.status == 202, answer
             delays.append(((await received(http, agent, answer.body["sessionId"])) - accepted).total_seconds())
