@@ -107,7 +107,7 @@ def test_the_api_server_applies_the_defaults_and_kubectl_shows_the_columns(clust
     spec = cluster.get(f"{TRIGGERS.format(namespace=namespace)}/nightly")["spec"]
     assert (spec["session"], spec["concurrencyPolicy"], spec["suspend"], spec["historyLimit"]) == ("new", "Forbid",
                                                                                                   False, 10)
-    assert spec["limits"] == {"timeout": "10m"} and spec["startingDeadlineSeconds"] == 3600
+    assert spec["limits"] == {"timeout": "10m", "maxConcurrentRuns": 5} and spec["startingDeadlineSeconds"] == 3600
     header = cluster.kubectl("get", "triggers", "-n", namespace).stdout.splitlines()[0].split()
     assert header == ["NAME", "AGENT", "SCHEDULE", "LAST", "RUN", "PHASE", "AGE"]
     assert cluster.kubectl("get", "trigger", "nightly", "-n", namespace).returncode == 0  # the short name
