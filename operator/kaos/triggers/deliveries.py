@@ -36,6 +36,8 @@ class Delivery:
 @dataclass
 class Deliveries:
     remembered: dict[str, Delivery] = field(default_factory=dict)
+    # status.deliveries, kept in step with ``remembered``: status is written at every run's start and end.
+    entries: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_status(cls, entries: Iterable[Mapping[str, Any]] | None, now: datetime) -> "Deliveries":
@@ -46,8 +48,7 @@ class Deliveries:
             except ValueError:
                 expires = None
             if expires is not None and entry.get("deliveryId") and entry.get("runId"):
-                found.remembered[entry["deliveryId"]] = Delivery(entry["deliveryId"], entry["runId"],
-                                                                 entry.get("sessionId") or "", expires)
+                found._put(Delivery(entry["deliveryId"], entry["runId"], entry.get("sessionId") or "", expires))
         found.prune(now)
         return found
 
@@ -57,6 +58,9 @@ class Deliveries:
 
     def full(self, now: datetime) -> bool:
         self.prune(now)
+        if len(self.remembered) >= MAX_REMEMBERED:  # the expired ones behind a later one count no more
+            for key in [key for key, d in self.remembered.items() if d.expires < now]:
+                self.forget(key)
         return len(self.remembered) >= MAX_REMEMBERED
 
     def retry_after(self, now: datetime) -> int:
@@ -67,14 +71,26 @@ class Deliveries:
     def remember(self, delivery_id: str, run_id: str, session_id: str, signed_at: datetime, now: datetime) -> None:
         """Keep a delivery that started a run until a replay of its call could no longer be accepted."""
         expires = max(signed_at, now) + timedelta(seconds=WINDOW_SECONDS)
-        self.remembered[delivery_id] = Delivery(delivery_id, run_id, session_id, expires)
+        self.forget(delivery_id)  # the newest last: prune() looks at the front
+        self._put(Delivery(delivery_id, run_id, session_id, expires))
 
     def forget(self, delivery_id: str) -> None:
         self.remembered.pop(delivery_id, None)
+        self.entries.pop(delivery_id, None)
+
+    def _put(self, delivery: Delivery) -> None:
+        self.remembered[delivery.delivery_id] = delivery
+        self.entries[delivery.delivery_id] = delivery.entry()
 
     def prune(self, now: datetime) -> None:
-        for key in [key for key, d in self.remembered.items() if d.expires < now]:
-            del self.remembered[key]
+        """Forget the expired deliveries at the front, the oldest remembered: amortised O(1) a call.
+        (An expired one behind a later one stays a little longer, at most one window: ``find``
+        does not return it.)"""
+        while self.remembered:
+            key, oldest = next(iter(self.remembered.items()))
+            if oldest.expires >= now:
+                return
+            self.forget(key)
 
     def status(self) -> list[dict[str, str]]:
-        return [d.entry() for d in self.remembered.values()]
+        return list(self.entries.values())
