@@ -139,7 +139,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
         "KAOS_TRIGGER_PORT": str(trigger_port),  # every operator of a test run listens for webhooks on a port of its own
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     })
     log = plane.folder / "logs" / f"{name}.log"
     with open(log, "wb") as out:

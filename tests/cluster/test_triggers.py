@@ -18,7 +18,7 @@ import pytest
 from kaos.api import API_VERSION
 from kaos.triggers.runs import SKIPPED, parse_time, timestamp
 from kaos.triggers.schedule import Schedule
-from kaos.triggers.signature import signature
+from kaos.triggers.signature import signed_headers
 from tests.cluster.platform import NAMESPACE, RELEASE, wait_ready
 from tests.support.polling import wait_until
 from tests.triggers.builders import post_webhook as post
@@ -107,7 +107,7 @@ def test_the_api_server_applies_the_defaults_and_kubectl_shows_the_columns(clust
     spec = cluster.get(f"{TRIGGERS.format(namespace=namespace)}/nightly")["spec"]
     assert (spec["session"], spec["concurrencyPolicy"], spec["suspend"], spec["historyLimit"]) == ("new", "Forbid",
                                                                                                   False, 10)
-    assert spec["limits"] == {"timeout": "10m"} and spec["startingDeadlineSeconds"] == 3600
+    assert spec["limits"] == {"timeout": "10m", "maxConcurrentRuns": 5} and spec["startingDeadlineSeconds"] == 3600
     header = cluster.kubectl("get", "triggers", "-n", namespace).stdout.splitlines()[0].split()
     assert header == ["NAME", "AGENT", "SCHEDULE", "LAST", "RUN", "PHASE", "AGE"]
     assert cluster.kubectl("get", "trigger", "nightly", "-n", namespace).returncode == 0  # the short name
@@ -236,32 +236,38 @@ def test_the_webhook_on_the_operators_port(cluster, operator, namespace, reporte
     url = f"{operator.trigger_url}/{namespace}/trigger/ci-failed"
     body, key = json.dumps({"error": "test_x failed"}).encode(), HMAC.encode()
 
-    assert post(url, body).status_code == 401
-    assert post(url, body, signature(b"wrong", body)).status_code == 401
+    call = signed_headers(key, body)
+    bad = post(url, body, {**call, "X-KAOS-Signature-256": signed_headers(b"wrong", body)["X-KAOS-Signature-256"]})
+    assert bad.status_code == 401
+    assert post(url, body, {**call, "X-KAOS-Signature-256": ""}).json() == bad.json()
     big = b"x" * (1024 * 1024 + 1)
-    assert post(url, big, signature(key, big)).status_code == 413
-    assert post(f"{operator.trigger_url}/{namespace}/trigger/nobody", body, signature(key, body)).status_code == 404
+    assert post(url, big, signed_headers(key, big)).status_code == 413
+    unknown = post(f"{operator.trigger_url}/{namespace}/trigger/nobody", body, call)
+    assert (unknown.status_code, unknown.json()) == (401, bad.json())  # no telling which
     assert not status(cluster, namespace, "ci-failed").get("history"), "a refused call starts nothing"
 
-    delivery = str(uuid.uuid4())
-    accepted = post(url, body, signature(key, body), delivery)
+    accepted = post(url, body, call)
     assert accepted.status_code == 202, accepted.text
     run = accepted.json()
     assert set(run) == {"runId", "sessionId"} and run["sessionId"] == f"trigger-ci-failed-{run['runId']}"
-    replay = post(url, body, signature(key, body), delivery)
+    replay = post(url, body, call)
     assert replay.status_code == 200 and replay.json() == {**run, "replay": True}
+    delivery = call["X-KAOS-Delivery"]
     entry = wait_until(lambda: ended(cluster, namespace, "ci-failed"), 30, interval=0.2, what="the webhook run")
     assert [(e["runId"], e["source"], e["deliveryId"]) for e in entry] == [(run["runId"], "webhook", delivery)]
     assert entry[0]["outcome"] == "Failed" and entry[0]["summary"].startswith(unreachable(namespace))
-    again = post(url, body, signature(key, body), delivery)  # replayed once the run is in the history
+    remembered = status(cluster, namespace, "ci-failed")["deliveries"]  # the API server took them
+    assert [(d["deliveryId"], d["runId"]) for d in remembered] == [(delivery, run["runId"])]
+    again = post(url, body, signed_headers(key, body, delivery=delivery))  # redelivered, the run in the history
     assert again.status_code == 200 and again.json()["runId"] == run["runId"]
+    assert post(url, body, {**call, "X-KAOS-Delivery": str(uuid.uuid4())}).json() == bad.json()  # captured, new id
 
     apply(cluster, namespace, trigger("ci-failed", webhook={"secretRef": {"name": "ci-hook", "key": "hmac"}},
                                       message="CI failed", suspend=True))
     wait_until(lambda: status(cluster, namespace, "ci-failed").get("phase") == "Suspended", 30, interval=0.2,
                what="Trigger ci-failed Suspended")
-    assert post(url, body, signature(key, body), str(uuid.uuid4())).status_code == 409
-    assert post(url, body, "sha256=00").status_code == 401
+    assert post(url, body, signed_headers(key, body)).status_code == 409
+    assert post(url, body, {**signed_headers(key, body), "X-KAOS-Signature-256": "sha256=00"}).status_code == 401
     assert len(status(cluster, namespace, "ci-failed")["history"]) == 1
     assert HMAC not in json.dumps(cluster.get(f"{TRIGGERS.format(namespace=namespace)}/ci-failed"))
     assert HMAC not in operator.tail(100_000)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
+import re
 from datetime import datetime, timezone
 from itertools import count
+from pathlib import Path
 
 import httpx
 
 from kaos.crds import validate
-from kaos.triggers.signature import SIGNATURE_HEADER
-from kaos.triggers.webhook import DELIVERY_HEADER
 
 UTC = timezone.utc
 
@@ -49,11 +49,13 @@ def ready_agent(ready: bool = True) -> dict:
                        "message": "" if ready else "ModelAPI models is not ready"}}
 
 
-def post_webhook(url: str, body: bytes, sig: str | None = None, delivery: str | None = None) -> httpx.Response:
-    """POST a JSON body to a Trigger's webhook, with a signature and a delivery id when given."""
-    headers = {"Content-Type": "application/json"}
-    if sig is not None:
-        headers[SIGNATURE_HEADER] = sig
-    if delivery is not None:
-        headers[DELIVERY_HEADER] = delivery
-    return httpx.post(url, content=body, headers=headers, timeout=30)
+def post_webhook(url: str, body: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
+    """POST a JSON body to a Trigger's webhook with these headers (``signed_headers`` signs a call)."""
+    return httpx.post(url, content=body, headers={"Content-Type": "application/json", **(headers or {})}, timeout=30)
+
+
+def documented_call() -> str:
+    """The shell lines of docs/triggers.md that sign a webhook call and send it with curl."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "triggers.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    return next(block for block in blocks if "openssl dgst" in block and "X-KAOS-Signature-256" in block)

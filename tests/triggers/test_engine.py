@@ -12,7 +12,8 @@ import pytest
 from kaos.trigger_runner.engine import TriggerEngine
 from kaos.triggers.runs import FAILED, SKIPPED, SUCCEEDED, timestamp
 from kaos.triggers.schedule import Schedule
-from kaos.triggers.signature import signature
+from kaos.triggers.signature import signed_headers
+from kaos.triggers.webhook import NOT_SIGNED, WebhookCall
 from tests.runtime.conftest import agent_env, events
 from tests.support.polling import eventually
 from tests.triggers import builders
@@ -20,6 +21,11 @@ from tests.triggers.builders import webhook_trigger
 
 SECRET = b"hook-key"
 EVERY_SECOND = "* * * * * *"
+
+
+def signed(body: bytes, secret: bytes = SECRET, **headers) -> WebhookCall:
+    """A webhook call signed now (``headers``: delivery, timestamp)."""
+    return WebhookCall.read(body, signed_headers(secret, body, **headers).get)
 
 
 def trigger(name: str, **spec) -> dict:
@@ -122,16 +128,21 @@ async def test_the_webhook_checks_the_signature_renders_the_body_and_runs_a_deli
     engine, host = engine_and_host
     engine.apply(webhook_trigger(concurrencyPolicy="Allow"))
     body = b'{"status": "build 7 failed"}'
-    assert (await engine.webhook("team", "on-ci", body, "sha256=00", "d1")).status == 401
-    assert (await engine.webhook("team", "on-ci", body, None, "d1")).status == 401
-    accepted = await engine.webhook("team", "on-ci", body, signature(SECRET, body), "d1")
+    first = signed(body, delivery="d1")
+    assert await engine.webhook("team", "on-ci", WebhookCall(body, "sha256=00", first.timestamp, "d1")) == NOT_SIGNED
+    assert await engine.webhook("team", "on-ci", WebhookCall(body, None, first.timestamp, "d1")) == NOT_SIGNED
+    accepted = await engine.webhook("team", "on-ci", first)
     assert accepted.status == 202 and set(accepted.body) == {"runId", "sessionId"}
-    replay = await engine.webhook("team", "on-ci", body, signature(SECRET, body), "d1")
+    replay = await engine.webhook("team", "on-ci", first)
     assert replay.status == 200 and replay.body["runId"] == accepted.body["runId"]
+    redelivered = await engine.webhook("team", "on-ci", signed(body, delivery="d1"))  # the sender's, re-signed
+    assert redelivered.status == 200 and redelivered.body["runId"] == accepted.body["runId"]
+    captured = WebhookCall(body, first.signature, first.timestamp, "d2")  # another delivery id: not signed
+    assert await engine.webhook("team", "on-ci", captured) == NOT_SIGNED
     await eventually(lambda: finished(host, "on-ci"), 10, what="the webhook run")
     found = events(agent, session_id=accepted.body["sessionId"], event_type="user_message")["events"]
     assert [e["content"] for e in found] == ["CI says: build 7 failed"]
-    assert len(engine.sent) == 1  # the replay ran nothing
+    assert len(engine.sent) == 1  # the replays ran nothing
     assert str(SECRET) not in str(host.written) and SECRET.decode() not in str(host.written)
 
 
@@ -139,18 +150,46 @@ async def test_suspended_and_missing_secret_and_unknown(engine_and_host):
     engine, host = engine_and_host
     body = b"{}"
     engine.apply(webhook_trigger("paused", suspend=True))
-    assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 409
-    assert (await engine.webhook("team", "paused", body, "sha256=bad", None)).status == 401
-    del host.secrets[("team", "ci-hook", "hmac")]
-    assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
+    assert (await engine.webhook("team", "paused", signed(body))).status == 409
+    assert (await engine.webhook("team", "paused", signed(body, b"bad"))) == NOT_SIGNED
 
     async def unreadable(namespace, name, key):
         raise ConnectionError("the API server does not answer")
 
     host.secret = unreadable
-    assert (await engine.webhook("team", "paused", body, signature(SECRET, body), None)).status == 503
-    assert (await engine.webhook("team", "nothing", body, signature(SECRET, body), None)).status == 404
+    assert (await engine.webhook("team", "paused", signed(body))).status == 503
     assert engine.sent == []
+
+
+async def test_unknown_triggers_missing_keys_and_bad_signatures_get_one_answer(engine_and_host):
+    """Nothing tells a caller without the key whether the Trigger exists, has a webhook or a key."""
+    engine, host = engine_and_host
+    body = b"{}"
+    engine.apply(webhook_trigger("guarded"))
+    engine.apply(trigger("keyless", schedule=None, webhook={"secretRef": {"name": "ci-hook", "key": "absent"}}))
+    engine.apply(trigger("scheduled", schedule="0 0 1 1 *"))
+    answers = [await engine.webhook("team", name, signed(body, key))
+               for name, key in (("nobody", SECRET), ("scheduled", SECRET), ("keyless", SECRET), ("guarded", b"bad"))]
+    assert answers == [NOT_SIGNED] * 4
+    assert NOT_SIGNED.status == 401 and "no webhook here" in NOT_SIGNED.body["detail"]
+    assert engine.sent == [] and "guarded" not in str(answers)
+
+
+async def test_allow_runs_at_most_max_concurrent_runs_and_refuses_the_rest(engine_and_host, mock_model):
+    engine, host = engine_and_host
+    mock_model.script({"content": "slow", "gate": "cap"}, {"content": "slow", "gate": "cap"})
+    engine.apply(webhook_trigger("capped", concurrencyPolicy="Allow", limits={"maxConcurrentRuns": 2}))
+    try:
+        answers = [await engine.webhook("team", "capped", signed(f'{{"n": {n}}}'.encode())) for n in range(6)]
+        assert [a.status for a in answers] == [202, 202, 429, 429, 429, 429]
+        assert answers[2].headers == {"Retry-After": "5"}
+        assert answers[2].body["detail"] == "limits.maxConcurrentRuns (2) runs are in progress: try again later"
+        assert len(host.last("capped")["active"]) == 2 and host.last("capped")["history"] == []
+    finally:
+        mock_model.release("cap")
+    await eventually(lambda: finished(host, "capped", 2), 15, what="the two runs ended")
+    assert len(engine.sent) == 2 and len(host.last("capped")["history"]) == 2  # the refused calls left no trace
+    assert (await engine.webhook("team", "capped", signed(b"{}"))).status == 202  # room again
 
 
 async def test_runs_send_the_credential_of_their_secret_and_fail_saying_why_without_it(start, mock_model):

@@ -2,8 +2,9 @@
 
 import pytest
 
-from kaos.crds import ValidationError, validate
-from kaos.triggers.runs import FORBID, NEW_SESSION
+from kaos.crds import ValidationError, load_schemas, validate
+from kaos.triggers.deliveries import MAX_REMEMBERED
+from kaos.triggers.runs import DEFAULT_MAX_CONCURRENT_RUNS, FORBID, NEW_SESSION
 from kaos.triggers.spec import TriggerSpecError, seconds, trigger_spec
 from tests.triggers.builders import trigger, webhook_trigger
 
@@ -11,8 +12,15 @@ from tests.triggers.builders import trigger, webhook_trigger
 def test_the_crd_applies_the_defaults():
     spec = trigger()["spec"]
     assert spec["session"] == NEW_SESSION and spec["concurrencyPolicy"] == FORBID and spec["suspend"] is False
-    assert spec["historyLimit"] == 10 and spec["limits"] == {"timeout": "10m"}
+    assert spec["historyLimit"] == 10 and spec["limits"] == {"timeout": "10m", "maxConcurrentRuns": 5}
     assert spec["startingDeadlineSeconds"] == 3600
+
+
+def test_the_code_and_the_crd_say_the_same_limits():
+    schema = load_schemas()["Trigger"]["properties"]
+    assert schema["spec"]["properties"]["limits"]["properties"]["maxConcurrentRuns"]["default"] \
+        == DEFAULT_MAX_CONCURRENT_RUNS == trigger_spec(trigger()).limits.max_concurrent_runs
+    assert schema["status"]["properties"]["deliveries"]["maxItems"] == MAX_REMEMBERED
 
 
 @pytest.mark.parametrize("spec, problem", [
@@ -22,6 +30,7 @@ def test_the_crd_applies_the_defaults():
     ({"concurrencyPolicy": "Queue"}, "spec.concurrencyPolicy: 'Queue' is not one of"),
     ({"historyLimit": 0}, "spec.historyLimit: 0 is less than the minimum of 1"),
     ({"limits": {"maxSteps": 21}}, "spec.limits.maxSteps: 21 is greater than the maximum of 20"),
+    ({"limits": {"maxConcurrentRuns": 0}}, "spec.limits.maxConcurrentRuns: 0 is less than the minimum of 1"),
     ({"limits": {"timeout": "soon"}}, "spec.limits.timeout: 'soon' is invalid"),
     ({"session": " padded "}, "spec.session: ' padded ' is invalid: expected new (each run"),
     ({"webhook": {"secretRef": {"name": "s"}}, "schedule": None}, "spec.webhook.secretRef.key: required field"),

@@ -60,4 +60,5 @@ def test_the_status_fits_the_crd_status_schema():
     book.skip("schedule", NOW, "skipped: missed", scheduled=NOW)
     status = trigger_status(resource, problem=None, agent=ready_agent(), book=book, last_run=NOW, next_run=NOW)
     conditions = [{**c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in status["conditions"]]
-    assert validate({**resource, "status": {**status, "conditions": conditions}})["status"]["history"]
+    valid = validate({**resource, "status": {**status, "conditions": conditions}})["status"]
+    assert valid["history"] and [d["deliveryId"] for d in valid["deliveries"]] == ["d1", "d2"]

@@ -18,7 +18,7 @@ from kaos.local.workloads import Workloads, local_which
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.reconcile import Ref
 from kaos.routes import Backend, Route
-from kaos.triggers.webhook import Answer
+from kaos.triggers.webhook import Answer, WebhookCall
 
 
 class ControlPlane:
@@ -71,7 +71,6 @@ class ControlPlane:
             return Answer(400, {"detail": "; ".join(problems)})
         return await self.loop.triggers.run(namespace, name)
 
-    async def trigger_webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
-                              delivery_id: str | None) -> Answer:
+    async def trigger_webhook(self, namespace: str, name: str, call: WebhookCall) -> Answer:
         """A call to the Trigger's webhook (the gateway's POST /<namespace>/trigger/<name>)."""
-        return await self.loop.triggers.webhook(namespace, name, body, signature, delivery_id)
+        return await self.loop.triggers.webhook(namespace, name, call)

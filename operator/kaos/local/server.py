@@ -37,8 +37,7 @@ from kaos.reconcile import Ref
 from kaos.request_guard import Policy, RequestGuard
 from kaos.routes import parse_trigger_path
 from kaos.settings import variable
-from kaos.triggers.signature import SIGNATURE_HEADER
-from kaos.triggers.webhook import DELIVERY_HEADER, MAX_BODY_BYTES
+from kaos.triggers.webhook import MAX_BODY_BYTES, WebhookCall
 
 ADMIN_PREFIX = "/_kaos/"
 OPEN_ADMIN_CALLS = ("health",)  # and metrics (answered before): reconcile counts by kind and phase, no names
@@ -83,9 +82,10 @@ class App:
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
         body = await read_body(receive, limit=MAX_BODY_BYTES)
-        answer = await self.control.trigger_webhook(namespace, name, body, headers.get(SIGNATURE_HEADER.lower()),
-                                                    headers.get(DELIVERY_HEADER.lower()))
-        await send_json(send, answer.status, answer.body)
+        call = WebhookCall.read(body, lambda header: headers.get(header.lower()))
+        answer = await self.control.trigger_webhook(namespace, name, call)
+        await send_json(send, answer.status, answer.body,
+                        headers=[(key.lower().encode(), value.encode()) for key, value in answer.headers.items()])
 
     async def _admin(self, scope, receive, send, action: str) -> None:
         method = scope["method"]

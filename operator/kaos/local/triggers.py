@@ -17,7 +17,7 @@ from kaos.api import AGENT, TRIGGER
 from kaos.local.store import ResourceStore
 from kaos.reconcile import Ref
 from kaos.trigger_runner.engine import TriggerEngine
-from kaos.triggers.webhook import Answer
+from kaos.triggers.webhook import Answer, WebhookCall
 
 
 class Triggers:
@@ -69,9 +69,8 @@ class Triggers:
     async def run(self, namespace: str, name: str) -> Answer:
         return await self.engine.fire(namespace, name)
 
-    async def webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
-                      delivery_id: str | None) -> Answer:
-        return await self.engine.webhook(namespace, name, body, signature, delivery_id)
+    async def webhook(self, namespace: str, name: str, call: WebhookCall) -> Answer:
+        return await self.engine.webhook(namespace, name, call)
 
     async def close(self) -> None:
         await self.engine.close()

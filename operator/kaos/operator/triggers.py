@@ -28,8 +28,7 @@ from kaos.operator.world import World, plain
 from kaos.reconcile import Ref
 from kaos.routes import parse_trigger_path
 from kaos.trigger_runner.engine import TriggerEngine
-from kaos.triggers.signature import SIGNATURE_HEADER
-from kaos.triggers.webhook import DELIVERY_HEADER, MAX_BODY_BYTES
+from kaos.triggers.webhook import MAX_BODY_BYTES, WebhookCall
 
 log = logging.getLogger("kaos.operator.triggers")
 RUN_NOW_ANNOTATION = "kaos.tools/run-now"
@@ -117,9 +116,8 @@ def webhook_app(triggers: ClusterTriggers) -> aiohttp.web.Application:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             return aiohttp.web.json_response({"detail": f"the body is larger than {MAX_BODY_BYTES} bytes"}, status=413)
         body = await request.content.read(MAX_BODY_BYTES + 1)
-        answer = await triggers.engine.webhook(*found, body, request.headers.get(SIGNATURE_HEADER),
-                                               request.headers.get(DELIVERY_HEADER))
-        return aiohttp.web.json_response(answer.body, status=answer.status)
+        answer = await triggers.engine.webhook(*found, WebhookCall.read(body, request.headers.get))
+        return aiohttp.web.json_response(answer.body, status=answer.status, headers=answer.headers)
 
     app = aiohttp.web.Application(client_max_size=MAX_BODY_BYTES + 1)
     app.router.add_post("/{namespace}/trigger/{name}", call)

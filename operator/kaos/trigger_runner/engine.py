@@ -24,11 +24,10 @@ import httpx
 from kaos.trigger_runner.executor import Result, execute
 from kaos.triggers.message import render
 from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
-from kaos.triggers.signature import verify
 from kaos.triggers.spec import SecretRef, TriggerSpec, TriggerSpecError, trigger_spec
 from kaos.triggers.status import agent_problem, trigger_status
 from kaos.triggers.tick import schedule_tick
-from kaos.triggers.webhook import Answer, answer, refusal
+from kaos.triggers.webhook import NOT_SIGNED, Answer, WebhookCall, answer, malformed, refusal
 
 log = logging.getLogger("kaos.triggers")
 
@@ -154,28 +153,31 @@ class TriggerEngine:
             state.run_now = previous
         return answer
 
-    async def webhook(self, namespace: str, name: str, body: bytes, signature: str | None,
-                      delivery_id: str | None) -> Answer:
-        """A webhook call: refused (401, 409, 413, ...) or a run started in the background (202)."""
-        state = self.triggers.get((namespace, name))
-        if state is None:
-            return refusal(None, None, None, body, signature, None)
-        ref = ((state.resource.get("spec") or {}).get("webhook") or {}).get("secretRef")
-        try:
-            secret = await self.host.secret(namespace, ref["name"], ref["key"]) if ref else None
-        except Exception as error:  # the API cannot be read now: a 503, not a 500
-            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", namespace, name, type(error).__name__)
-            secret = None
-        spec = state.spec
-        if spec is None:  # Failed: a caller with a good signature learns why, others learn nothing
-            if secret is not None and verify(secret, body, signature):
-                return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
-            return Answer(401, {"detail": "missing or wrong X-KAOS-Signature-256"})
-        refused = refusal(spec, None, secret, body, signature,
-                          agent_problem(spec.agent, self.host.agent(namespace, spec.agent)))
+    async def webhook(self, namespace: str, name: str, call: WebhookCall) -> Answer:
+        """A webhook call: refused (400, 401, 409, 413, 429, ...) or a run started in the background (202)."""
+        refused = malformed(call, self.clock())
         if refused is not None:
             return refused
-        return await self._start(state, WEBHOOK, body, delivery_id=delivery_id or None)
+        state = self.triggers.get((namespace, name))
+        spec = (state.resource.get("spec") or {}) if state is not None else {}
+        ref = (spec.get("webhook") or {}).get("secretRef")
+        if ref is None:  # no such Trigger, or no webhook: the same answer as a wrong signature
+            return NOT_SIGNED
+        try:
+            secret = await self.host.secret(namespace, ref["name"], ref["key"])
+        except Exception as error:  # the API cannot be read now: a 503, not a 500
+            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", namespace, name, type(error).__name__)
+            return Answer(503, {"detail": f"trigger {name} cannot verify signatures now; try again"})
+        if secret is None:
+            log.warning("trigger %s/%s: the webhook's Secret %s or its key %s does not exist: every call is refused",
+                        namespace, name, ref["name"], ref["key"])
+        waiting = None if state.spec is None else agent_problem(state.spec.agent,
+                                                                self.host.agent(namespace, state.spec.agent))
+        refused = refusal(call, secret, name=name, suspended=bool(spec.get("suspend")), problem=state.problem,
+                          agent_problem=waiting)
+        if refused is not None:
+            return refused
+        return await self._start(state, WEBHOOK, call.body, delivery_id=call.delivery, signed_at=call.signed_at)
 
     async def close(self) -> None:
         tasks = [task for state in self.triggers.values() for task in (state.schedule, *state.runs.values()) if task]
@@ -188,10 +190,12 @@ class TriggerEngine:
     # Runs
 
     async def _start(self, state: TriggerState, source: str, body: bytes | None, *,
-                     scheduled: datetime | None = None, delivery_id: str | None = None) -> Answer:
+                     scheduled: datetime | None = None, delivery_id: str | None = None,
+                     signed_at: datetime | None = None) -> Answer:
         spec = state.spec
         start = state.book.start(source, self.clock(), spec.concurrency, spec.session, scheduled=scheduled,
-                                 delivery_id=delivery_id)
+                                 delivery_id=delivery_id, signed_at=signed_at,
+                                 max_concurrent=spec.limits.max_concurrent_runs)
         if start.run is not None or start.skipped is not None:
             if not await self._persist(state):
                 if start.run is not None:

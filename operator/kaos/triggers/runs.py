@@ -1,8 +1,10 @@
 """The runs of one Trigger: those in progress and a bounded history, as status shows them.
 
 ``RunBook`` does no I/O: the control plane that executes runs asks it whether a run may start
-(``concurrencyPolicy``, replayed webhook deliveries), tells it how each run ended, and writes
-``active`` and ``history`` into the Trigger's status.
+(``concurrencyPolicy``, ``limits.maxConcurrentRuns``, replayed webhook deliveries), tells it how
+each run ended, and writes ``active``, ``history`` and ``deliveries`` into the Trigger's status.
+The history keeps the newest ``historyLimit`` runs and, apart from them, the newest SKIPS_KEPT
+Skipped entries: a skip never pushes a run out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping
 
+from kaos.triggers.deliveries import MAX_REMEMBERED, Deliveries
+from kaos.triggers.times import parse_time, timestamp
+
 SUCCEEDED, FAILED, TIMED_OUT, SKIPPED = "Succeeded", "Failed", "TimedOut", "Skipped"
 OUTCOMES = (SUCCEEDED, FAILED, TIMED_OUT, SKIPPED)
 SCHEDULE, WEBHOOK, MANUAL = "schedule", "webhook", "manual"
@@ -19,17 +24,10 @@ ALLOW, FORBID, REPLACE = "Allow", "Forbid", "Replace"
 NEW_SESSION = "new"
 SUMMARY_MAX = 200
 DEFAULT_HISTORY_LIMIT = 10
-
-
-def timestamp(instant: datetime) -> str:
-    """RFC 3339 in UTC to the second, as Kubernetes writes times."""
-    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+DEFAULT_MAX_CONCURRENT_RUNS = 5
+SKIPS_KEPT = 5  # Skipped entries the history keeps, apart from its historyLimit runs
+# What a call refused for limits.maxConcurrentRuns is told to wait (Retry-After, seconds).
+BUSY_RETRY_SECONDS = 5
 
 
 def summary(text: str | None) -> str:
@@ -84,14 +82,17 @@ def session_for(setting: str, trigger: str, run_id: str) -> str:
 
 @dataclass(frozen=True)
 class Start:
-    """What ``RunBook.start`` decided: ``run`` to execute (None when skipped or a replay),
-    ``replace`` the runs to stop first, ``skipped`` the history entry of a run not started,
-    ``original`` the earlier run of a replayed delivery."""
+    """What ``RunBook.start`` decided: ``run`` to execute (None when skipped, refused or a
+    replay), ``replace`` the runs to stop first, ``skipped`` the history entry of a run not
+    started, ``original`` the earlier run of a replayed delivery, ``busy`` why a limit refused it
+    (a 429: try again in ``retry_after`` seconds)."""
 
     run: Run | None
     replace: tuple[str, ...] = ()
     skipped: dict[str, Any] | None = None
     original: Mapping[str, Any] | None = None
+    busy: str | None = None
+    retry_after: int = 0
 
 
 @dataclass
@@ -101,14 +102,17 @@ class RunBook:
     history: list[dict[str, Any]] = field(default_factory=list)
     active: dict[str, Run] = field(default_factory=dict)
     new_id: Callable[[], str] = new_run_id
+    deliveries: Deliveries = field(default_factory=Deliveries)
 
     @classmethod
     def from_status(cls, trigger: str, status: Mapping[str, Any] | None, history_limit: int,
                     now: datetime, new_id: Callable[[], str] = new_run_id) -> "RunBook":
         """The book as status left it. Runs it lists as active belonged to a control plane that
-        stopped (this one has not started any): each is ended as Failed, never run again."""
+        stopped (this one has not started any): each is ended as Failed, never run again. The
+        deliveries it remembers are remembered until they expire."""
         status = status or {}
-        book = cls(trigger, history_limit, [dict(e) for e in status.get("history") or []], {}, new_id)
+        book = cls(trigger, history_limit, [dict(e) for e in status.get("history") or []], {}, new_id,
+                   Deliveries.from_status(status.get("deliveries"), now))
         for entry in status.get("active") or []:
             book._record(run_from_active(entry).entry(
                 FAILED, now, "interrupted: the control plane stopped while the run was in progress"))
@@ -116,10 +120,14 @@ class RunBook:
         return book
 
     def start(self, source: str, now: datetime, policy: str, session: str, *,
-              scheduled: datetime | None = None, delivery_id: str | None = None) -> Start:
-        """Whether a run starts now; a started run is active until ``finish``; a skipped one is in the history."""
+              scheduled: datetime | None = None, delivery_id: str | None = None, signed_at: datetime | None = None,
+              max_concurrent: int = DEFAULT_MAX_CONCURRENT_RUNS) -> Start:
+        """Whether a run starts now; a started run is active until ``finish``. A delivery already
+        run answers with its first run (``signed_at``: its call's timestamp, which says how long
+        it is remembered). Past ``max_concurrent`` runs (concurrencyPolicy Allow) a webhook call
+        is refused and not recorded (its sender is told); any other run not started is Skipped."""
         if delivery_id:
-            original = self.delivery(delivery_id)
+            original = self.delivery(delivery_id, now)
             if original is not None:
                 return Start(None, original=original)
         run_id = self.new_id()
@@ -129,8 +137,21 @@ class RunBook:
             entry = run.entry(SKIPPED, now, f"skipped: concurrencyPolicy Forbid and run {running} is in progress")
             self._record(entry)
             return Start(None, skipped=entry)
+        if policy == ALLOW and len(self.active) >= max_concurrent:
+            busy = f"limits.maxConcurrentRuns ({max_concurrent}) runs are in progress"
+            skipped = None
+            if source != WEBHOOK:
+                skipped = run.entry(SKIPPED, now, f"skipped: {busy}")
+                self._record(skipped)
+            return Start(None, skipped=skipped, busy=busy, retry_after=BUSY_RETRY_SECONDS)
+        if delivery_id and self.deliveries.full(now):
+            return Start(None, busy=f"{MAX_REMEMBERED} deliveries that started a run are remembered now "
+                                    "(replays are refused for their window)",
+                         retry_after=self.deliveries.retry_after(now))
         replace = tuple(sorted(self.active)) if policy == REPLACE else ()
         self.active[run_id] = run
+        if delivery_id:
+            self.deliveries.remember(delivery_id, run_id, run.session_id, signed_at or now, now)
         return Start(run, replace=replace)
 
     def finish(self, run_id: str, outcome: str, end: datetime, text: str | None = None, tokens: int = 0) -> dict:
@@ -149,18 +170,24 @@ class RunBook:
         self._record(entry)
         return entry
 
-    def delivery(self, delivery_id: str) -> Mapping[str, Any] | None:
-        """The run of a webhook delivery seen within the history window (in progress or in the history)."""
+    def delivery(self, delivery_id: str, now: datetime) -> Mapping[str, Any] | None:
+        """The run of a webhook delivery seen before: remembered (within its window), in progress
+        or in the history. A skipped or refused delivery did not run: a redelivery may."""
+        remembered = self.deliveries.find(delivery_id, now)
+        if remembered is not None:
+            return {"runId": remembered.run_id, "sessionId": remembered.session_id}
         for run in self.active.values():
             if run.delivery_id == delivery_id:
                 return run.active_entry()
-        # A skipped delivery did not run: a redelivery may.
         return next((e for e in reversed(self.history)
                      if e.get("deliveryId") == delivery_id and e.get("outcome") != SKIPPED), None)
 
     def abandon(self, run_id: str) -> None:
-        """Forget a run that was never sent (its start could not be recorded): no history entry."""
-        self.active.pop(run_id, None)
+        """Forget a run that was never sent (its start could not be recorded): no history entry,
+        and its delivery is not remembered."""
+        run = self.active.pop(run_id, None)
+        if run is not None and run.delivery_id:
+            self.deliveries.forget(run.delivery_id)
 
     def resize(self, history_limit: int) -> None:
         self.history_limit = history_limit
@@ -168,14 +195,28 @@ class RunBook:
 
     def status(self) -> dict[str, list]:
         """The status fields this book owns."""
-        return {"active": [run.active_entry() for run in self.active.values()], "history": list(self.history)}
+        found = {"active": [run.active_entry() for run in self.active.values()], "history": list(self.history)}
+        if self.deliveries.remembered:
+            found["deliveries"] = self.deliveries.status()
+        return found
 
     def _record(self, entry: dict[str, Any]) -> None:
         self.history.append(entry)
         self._record_bound()
 
     def _record_bound(self) -> None:
-        del self.history[: max(0, len(self.history) - self.history_limit)]
+        """The newest ``history_limit`` runs and the newest SKIPS_KEPT skips, in their order."""
+        kept, runs, skips = [], 0, 0
+        for entry in reversed(self.history):
+            if entry.get("outcome") == SKIPPED:
+                skips += 1
+                keep = skips <= SKIPS_KEPT
+            else:
+                runs += 1
+                keep = runs <= self.history_limit
+            if keep:
+                kept.append(entry)
+        self.history[:] = kept[::-1]
 
 
 def last_outcome(history: Iterable[Mapping[str, Any]]) -> str | None:

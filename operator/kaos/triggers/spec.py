@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kaos.triggers.message import MessageError, check
-from kaos.triggers.runs import DEFAULT_HISTORY_LIMIT, FORBID, NEW_SESSION
+from kaos.triggers.runs import DEFAULT_HISTORY_LIMIT, DEFAULT_MAX_CONCURRENT_RUNS, FORBID, NEW_SESSION
 from kaos.triggers.schedule import Schedule, ScheduleError
 
 DURATION = re.compile(r"([0-9]+)(ms|h|m|s)")
@@ -38,6 +38,7 @@ class Limits:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     max_steps: int | None = None
     max_tokens: int | None = None
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS  # runs at once with concurrencyPolicy Allow
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
         credentials=credentials,
         concurrency=spec.get("concurrencyPolicy") or FORBID,
         suspend=bool(spec.get("suspend")),
-        limits=Limits(timeout, limits.get("maxSteps"), limits.get("maxTokens")),
+        limits=Limits(timeout, limits.get("maxSteps"), limits.get("maxTokens"),
+                      int(limits.get("maxConcurrentRuns") or DEFAULT_MAX_CONCURRENT_RUNS)),
         history_limit=int(spec.get("historyLimit") or DEFAULT_HISTORY_LIMIT),
         starting_deadline=float(spec.get("startingDeadlineSeconds") or DEFAULT_STARTING_DEADLINE_SECONDS),
     )
