@@ -7,6 +7,9 @@ requires it (KAOS_AUTH_REQUIRED=true, the platform chart's auth.required):
 - through the gateway a request without the user's token gets 401 with WWW-Authenticate, with
   it the coordinator delegates to the worker (with its own credential), the worker calls the
   guarded MCP tool and both call the guarded ModelAPI (with theirs);
+- sessions are their callers': another key reads neither the coordinator's session nor the
+  worker's session of the delegated turn (owned by the person, relayed: ``key:1 via key:2``), the
+  worker's admin (spec.auth.admins) reads both;
 - a Trigger's run reaches a guarded agent with the Trigger's spec.credentials, and without them
   fails saying what to set;
 - no key or token appears in a log line, a status, a memory event or a rendered ConfigMap.
@@ -61,8 +64,8 @@ def secret(name: str, **data: str) -> dict:
             "data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}}
 
 
-def guarded(resource: dict, token_secret: str | None = None) -> dict:
-    auth = dict(KEYS)
+def guarded(resource: dict, token_secret: str | None = None, **extra) -> dict:
+    auth = {**KEYS, **extra}
     if token_secret:
         auth["credentials"] = {"secretKeyRef": {"name": token_secret, "key": "token"}}
     resource["spec"]["auth"] = auth
@@ -107,7 +110,9 @@ def plane(tmp_path_factory, mock_model):
     accepted = ",".join(PLANTED)
     modelapi = guarded(create_modelapi_resource(NS, "llm", models=[SHARED_MODEL], api_base=mock_model.url))
     tools = guarded(create_mcpserver_resource(NS, "tools", TOOLS))
-    worker = guarded(create_agent_resource(NS, "worker", "llm", mcp_servers=["tools"]), "worker-token")
+    # USER_KEY is key:1 of every guarded workload (the first in platform-keys): the worker's admin.
+    worker = guarded(create_agent_resource(NS, "worker", "llm", mcp_servers=["tools"]), "worker-token",
+                     admins=["key:1"])
     coordinator = guarded(create_agent_resource(NS, "coordinator", "llm", access=["worker"]), "coordinator-token")
     unguarded = [create_agent_resource(NS, "open-agent", "llm"), create_mcpserver_resource(NS, "open-tools", TOOLS)]
     documents = [secret("platform-keys", accepted=accepted), secret("worker-token", token=WORKER_TOKEN),
@@ -172,8 +177,16 @@ def test_the_network_works_with_each_agents_own_credential(plane, mock_model):
     assert [e["event_type"] for e in events] == ["user_message", "delegation_request", "delegation_response",
                                                  "agent_response"]
     worker = httpx.get(plane.url("agent", "worker") + "/memory/events", params={"event_type": "tool_result"},
-                       headers=bearer(USER_KEY), timeout=30).json()["events"]
+                       headers=bearer(USER_KEY), timeout=30).json()["events"]  # the worker's admin reads all
     assert [e["content"] for e in worker] == [{"tool": "shout", "result": "QUIET"}]
+    # Another key (key:4) reads neither session: the coordinator's is USER_KEY's, the worker's the
+    # person's relayed by the coordinator (key:1 via key:2), not even the coordinator's key's own.
+    other = httpx.get(url + "/memory/events", params={"session_id": "secure-chain"}, headers=bearer(TRIGGER_TOKEN),
+                      timeout=30)
+    assert (other.status_code, other.json()) == (404, {"detail": "no session 'secure-chain'"})
+    for key in (TRIGGER_TOKEN, COORDINATOR_TOKEN):
+        assert httpx.get(plane.url("agent", "worker") + "/memory/events", params={"event_type": "tool_result"},
+                         headers=bearer(key), timeout=30).json()["events"] == []
 
 
 def test_a_trigger_runs_with_its_credentials_and_without_them_fails_saying_what_to_set(plane, mock_model):

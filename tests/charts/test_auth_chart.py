@@ -17,6 +17,15 @@ def test_auth_env_from_secrets_and_oidc_settings():
         "https://id.example/jwks", "https://id.example", "kaos")
 
 
+def test_admins_joined_with_commas_and_checked_by_the_schema():
+    from tests.charts.rendering import render_error
+
+    env = env_of(container(render("agent", {**BASE, "auth": {**AUTH, "admins": ["key:1", "key:4 via key:2"]}})))
+    assert env["AUTH_ADMINS"] == "key:1,key:4 via key:2"
+    assert "AUTH_ADMINS" not in env_of(container(render("agent", {**BASE, "auth": AUTH})))
+    assert "admins" in render_error("agent", {**BASE, "auth": {**AUTH, "admins": ["root"]}})
+
+
 def test_no_auth_no_variable_and_the_platform_setting():
     env = env_of(container(render("agent", BASE)))
     assert not [name for name in env if name.startswith("AUTH_")]

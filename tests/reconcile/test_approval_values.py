@@ -50,7 +50,8 @@ def test_a_block_that_gates_nothing_is_refused_with_what_to_do():
     ({"tools": ["mcp:Bad_Name"]}, "spec.approval.tools[0]"),
     ({"tools": ["x"], "timeoutSeconds": 0}, "spec.approval.timeoutSeconds"),
     ({"tools": ["x"], "onTimeout": "approve"}, "spec.approval.onTimeout"),
-    ({"tools": ["x"], "approvers": ["alice"]}, "spec.approval.approvers: unknown field"),
+    ({"tools": ["x"], "approvers": ["alice"]}, "spec.approval.approvers[0]"),
+    ({"tools": ["x"], "approvers": ["key:1,key:2"]}, "spec.approval.approvers[0]"),
 ])
 def test_a_bad_field_is_refused_with_its_path(approval, named):
     assert named in refusal(approval)
@@ -99,3 +100,18 @@ def test_the_runtimes_defaults_are_the_crds():
     assert (runtime.timeout_seconds, runtime.on_timeout, runtime.from_annotations, runtime.required) == (
         schema["timeoutSeconds"]["default"], schema["onTimeout"]["default"], schema["fromAnnotations"]["default"],
         tuple(schema["tools"]["default"]))
+
+
+KEYS = {"apiKeys": {"secretKeyRef": {"name": "ops-keys", "key": "keys"}}}
+
+
+def test_approvers_reach_the_chart_values_and_need_authentication():
+    approvers = ["key:2", "key:3 via key:1"]
+    assert validated({"tools": ["x"], "approvers": approvers})["approvers"] == approvers
+    guarded = plan(agent(approval={"tools": ["deploy"], "approvers": approvers}, auth=KEYS),
+                   observed_of(modelapi()), SETTINGS, endpoint_of)
+    assert guarded.phase == "Deploy" and guarded.values["approval"]["approvers"] == approvers
+    open_ = plan(agent(approval={"tools": ["deploy"], "approvers": approvers}), observed_of(modelapi()), SETTINGS,
+                 endpoint_of)
+    assert open_.phase == "Failed" and open_.values is None
+    assert "spec.approval.approvers names principals, but this Agent has no authentication" in open_.message

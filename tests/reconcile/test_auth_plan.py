@@ -28,6 +28,14 @@ def test_required_auth_fails_an_agent_without_credentials_closed():
         assert plan(agent(auth=auth), observed_of(modelapi()), REQUIRED, endpoint_of).phase == "Deploy"
 
 
+def test_admins_reach_the_chart_values_and_need_authentication():
+    guarded = plan(agent(auth={**KEYS, "admins": ["key:1"]}), observed_of(modelapi()), Settings(), endpoint_of)
+    assert guarded.phase == "Deploy" and guarded.values["auth"]["admins"] == ["key:1"]
+    bare = plan(agent(auth={"admins": ["key:1"]}), observed_of(modelapi()), Settings(), endpoint_of)
+    assert bare.phase == "Failed" and "spec.auth.admins names principals, but this Agent has no authentication" \
+        in bare.message
+
+
 LLAMACPP = {"model": "smollm2:135m", "engine": "llamacpp"}
 OLLAMA = {"model": "llama3:8b", "engine": "ollama"}
 

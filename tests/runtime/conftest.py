@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -70,6 +71,13 @@ def approval_tools(start):
     from .approval_support import TOOLS
 
     return start("mcp", "approval-tools", {"MCP_TOOLS_STRING": TOOLS})
+
+
+@pytest.fixture
+def background():
+    """Threads for requests that wait (for an approval) while the test goes on."""
+    with ThreadPoolExecutor(4) as pool:
+        yield pool
 
 
 def agent_env(name: str, model: MockModel | None = None, **extra) -> dict:

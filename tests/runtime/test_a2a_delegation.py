@@ -132,18 +132,23 @@ def test_an_a2a_0_3_agent_without_a_name_by_its_card_url(start, legacy):
     assert "message/send" in received(legacy)["methods"]  # A2A 0.3's method, as the card says
 
 
-def test_a_kaos_agent_by_url_gets_the_depth_and_the_credential(start, log_dir):
-    remote = start("agent", "kaos-by-url", agent_env("kaos-by-url", AUTH_API_KEYS=TOKEN,
-                                                      DEBUG_MOCK_RESPONSES=["answered over A2A"]))
+def test_a_kaos_agent_by_url_gets_the_depth_the_credential_and_the_person(start, log_dir):
+    admin = "kaos-by-url-admin-key"
+    remote = start("agent", "kaos-by-url", agent_env("kaos-by-url", AUTH_API_KEYS=f"{TOKEN},{admin}",
+                                                      AUTH_ADMINS="key:2", DEBUG_MOCK_RESPONSES=["answered over A2A"]))
     coord = coordinator(start, "url-coord", [delegate_block("kaos-by-url", "Remote task"), "Done."],
                         A2A_PEER_URLS=remote.url)  # the card is public; the message needs the key
     assert chat(coord, "ask the remote one", session_id="r").status_code == 200
     response = events(coord, session_id="r", event_type="delegation_response")["events"]
     assert response[0]["content"] == {"agent": "kaos-by-url", "response": "answered over A2A"}
-    remote_events = httpx.get(remote.url + "/memory/events", headers={"Authorization": f"Bearer {TOKEN}"},
+    remote_events = httpx.get(remote.url + "/memory/events", headers={"Authorization": f"Bearer {admin}"},
                               timeout=10).json()["events"]
     assert [(e["content"], e["metadata"]["depth"]) for e in remote_events if e["event_type"] == "user_message"] == [
         ("Remote task", 1)]
+    # the session is the person's (the open coordinator's anonymous caller, signed over A2A for the
+    # card's name), not the coordinator key's own
+    assert httpx.get(remote.url + "/memory/sessions", headers={"Authorization": f"Bearer {TOKEN}"},
+                     timeout=10).json()["sessions"] == []
 
 
 def test_a2a_failures_take_the_delegation_error_path(start, capitals):

@@ -5,7 +5,6 @@ the mock model; the OpenAI API waiting while a call is pending, plain and stream
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import openai
@@ -33,12 +32,6 @@ def agent(start, mock_model, approval_tools):
 @pytest.fixture(autouse=True)
 def clean_model(mock_model):
     mock_model.reset()
-
-
-@pytest.fixture
-def background():
-    with ThreadPoolExecutor(4) as pool:
-        yield pool
 
 
 def test_approved_call_runs_and_rejected_call_goes_back_to_the_model(agent, mock_model, background):
@@ -241,11 +234,11 @@ def test_a_plain_request_without_a_wait_answers_at_once_without_whitespace(agent
     assert response.status_code == 200 and response.content.startswith(b"{")
 
 
-def test_decisions_need_a_key_when_auth_is_on(start, mock_model, approval_tools, background):
-    key = "sk-approver-1"
+def test_decisions_need_a_key_and_never_the_requesters_when_auth_is_on(start, mock_model, approval_tools,
+                                                                         background):
     secured = gated_agent(start, mock_model, approval_tools, "secured", TOOL_APPROVAL_REQUIRED="delete_file",
-                          AUTH_API_KEYS=key)
-    headers = {"Authorization": f"Bearer {key}"}
+                          AUTH_API_KEYS="sk-requester-1,sk-approver-2")
+    headers, approver = {"Authorization": "Bearer sk-requester-1"}, {"Authorization": "Bearer sk-approver-2"}
     mock_model.script(native(call("delete_file", path="k")), "Keyed.")
     answer = background.submit(chat, secured, "k", session_id="auth-1", headers=headers)
     [approval] = pending(secured, headers=headers, session_id="auth-1")
@@ -253,8 +246,12 @@ def test_decisions_need_a_key_when_auth_is_on(start, mock_model, approval_tools,
     assert httpx.get(secured.url + "/approvals").status_code == 401
     assert decide(secured, approval["id"], "approve").status_code == 401
     assert decide(secured, approval["id"], "approve", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    decided = decide(secured, approval["id"], "approve", headers=headers)
-    assert decided.status_code == 200 and decided.json()["decided_by"] == "key:1"
+    own = decide(secured, approval["id"], "approve", headers=headers)
+    assert own.status_code == 403
+    assert own.json()["detail"] == ("key:1 asked for this call: with authentication on, the requester of a call "
+                                    "cannot decide it; another principal must")
+    decided = decide(secured, approval["id"], "approve", headers=approver)
+    assert decided.status_code == 200 and decided.json()["decided_by"] == "key:2"
     assert answer.result(timeout=60).json()["choices"][0]["message"]["content"] == "Keyed."
 
 
@@ -262,6 +259,7 @@ def test_the_contract_is_in_openapi(agent):
     document = httpx.get(agent.url + "/openapi.json").json()
     assert "get" in document["paths"]["/approvals"]
     assert set(document["paths"]["/approvals/{approval_id}"]["post"]["responses"]) >= {"200", "400", "404", "409"}
+    assert "403" not in document["paths"]["/approvals"]["get"]["responses"]  # open: nobody is refused
 
 
 def test_bad_policy_is_refused_at_startup(start):

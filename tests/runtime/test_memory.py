@@ -127,6 +127,59 @@ async def test_events_recorded_together_keep_the_bounds_event_by_event(make_memo
     await memory.close()
 
 
+async def test_a_claim_records_one_owner_atomically(make_memory):
+    """Two callers racing for one new session id: exactly one owns it, and both are told who."""
+    memory = make_memory()
+    for round_ in range(20):
+        session = f"race-{round_}"
+        owners = await asyncio.gather(*(memory.claim(session, f"key:{n}") for n in range(1, 5)))
+        assert len(set(owners)) == 1 and owners[0] in {"key:1", "key:2", "key:3", "key:4"}
+        assert await memory.owner(session) == owners[0]
+        assert await memory.claim(session, "key:9") == owners[0]
+    assert await memory.owner("never") is None
+    await memory.close()
+
+
+async def test_sessions_and_events_of_one_owner(make_memory):
+    memory = make_memory()
+    await memory.claim("mine", "key:1")
+    await memory.record("mine", "user_message", "m1")
+    await memory.claim("theirs", "key:2 via key:1")
+    await memory.record("theirs", "user_message", "t1")
+    await memory.record("legacy", "user_message", "l1")  # recorded without a claim (auth was off)
+    await memory.record("mine", "agent_response", "m2")
+    assert await memory.sessions(owner="key:1") == ["mine"]
+    assert await memory.sessions(owner="key:2 via key:1") == ["theirs"]
+    assert await memory.sessions() == ["theirs", "legacy", "mine"]
+    events, total = await memory.events(owner="key:1")
+    assert total == 2 and [e["content"] for e in events] == ["m1", "m2"]
+    assert (await memory.events(owner="key:3"))[1] == 0
+    assert await memory.owner("legacy") == "anonymous"
+    assert await memory.claim("legacy", "key:1") == "anonymous"  # events without an owner are nobody's to take
+    assert await memory.sessions(owner="anonymous") == ["legacy"]
+    await memory.close()
+
+
+async def test_an_evicted_sessions_owner_goes_with_it(make_memory):
+    memory = make_memory(max_sessions=2)
+    await memory.claim("a", "key:1")
+    await memory.record("a", "user_message", "x")
+    await memory.claim("b", "key:1")  # a claimed session counts against the bound, with no events yet
+    assert await memory.sessions(owner="key:1") == ["a", "b"]
+    await memory.claim("c", "key:2")
+    assert await memory.sessions() == ["b", "c"] and await memory.owner("a") is None
+    assert await memory.claim("a", "key:3") == "key:3"  # a new session under the old id
+    assert await memory.events(session_id="a") == ([], 0)
+    await memory.close()
+
+
+async def test_with_memory_off_nothing_is_owned(make_memory):
+    memory = make_memory(enabled=False)
+    assert await memory.claim("s", "key:1") == "key:1" and await memory.claim("s", "key:2") == "key:2"
+    assert await memory.owner("s") is None
+    await memory.close()
+
+
 def test_backend_is_chosen_by_settings(redis_server):
     assert isinstance(create_memory(MemorySettings(), "a"), LocalMemory)
     redis_memory = create_memory(MemorySettings(backend="redis", redis_url=redis_server.url), "a")
@@ -158,6 +211,11 @@ async def test_redis_keys_bounded_and_ttl_expires_sessions(redis_server):
     keys = redis_server.keys("test:bounded:*")
     assert len(keys) == 5 + 2, keys
     assert await memory.sessions() == [f"s{index}" for index in range(35, 40)]
+    for index in range(40, 60):  # owned sessions: two keys each, still bounded
+        await memory.claim(f"s{index}", "key:1")
+        await memory.record(f"s{index}", "agent_response", "z")
+    await memory.flush()
+    assert len(redis_server.keys("test:bounded:*")) == 2 * 5 + 2
     await memory.close()
 
     expiring = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:ttl",
@@ -171,6 +229,14 @@ async def test_redis_keys_bounded_and_ttl_expires_sessions(redis_server):
     assert await expiring.sessions() == ["new"]
     assert (await expiring.events())[1] == 1
     await expiring.close()
+    claimed = RedisMemory(MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:ttlclaim",
+                                         ttl_seconds=1), "a")
+    await claimed.claim("owned", "key:1")  # the oldest session, with no events yet: not pruned as expired
+    await claimed.record("owned", "user_message", "z")
+    await claimed.flush()
+    assert 0 < int(redis_server.command("PTTL", "test:ttlclaim:owner:owned")) <= 1000
+    assert await claimed.sessions(owner="key:1") == ["owned"] and await claimed.owner("owned") == "key:1"
+    await claimed.close()
 
 
 async def test_redis_unreachable_is_memory_unavailable_then_an_error_event(tmp_path):

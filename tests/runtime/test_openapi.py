@@ -97,6 +97,10 @@ def test_with_auth_the_document_is_open_and_declares_the_bearer_scheme(guarded):
     paths = document["paths"]
     assert paths["/v1/chat/completions"]["post"]["security"] == [{"bearer": []}]
     assert "401" in paths["/memory/events"]["get"]["responses"]
+    refusals = {(path, method, status) for path, method, status in (
+        ("/v1/chat/completions", "post", "404"), ("/memory/events", "get", "404"), ("/approvals", "get", "403"),
+        ("/approvals/{approval_id}", "post", "403")) if status in paths[path][method]["responses"]}
+    assert len(refusals) == 4  # the ownership and approver rules' answers
     assert paths["/health"]["get"]["security"] == [] and paths[OPENAPI_PATH]["get"]["security"] == []
     assert httpx.get(guarded.url + "/memory/events", timeout=10).status_code == 401
 

@@ -103,9 +103,15 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- with .onTimeout -}}
 {{- $env = append $env (dict "name" "TOOL_APPROVAL_ON_TIMEOUT" "value" .) -}}
 {{- end -}}
+{{- with .approvers -}}
+{{- $env = append $env (dict "name" "TOOL_APPROVAL_APPROVERS" "value" (join "," .)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $env = concat $env (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- with ($v.auth | default dict).admins -}}
+{{- $env = append $env (dict "name" "AUTH_ADMINS" "value" (join "," .)) -}}
+{{- end -}}
 {{- /* The agent's own credential goes to every KAOS endpoint it calls: peers (AUTH_OUTBOUND_TOKEN), its
 ModelAPI (MODEL_API_KEY) and each MCP server KAOS serves (MCP_SERVER_<NAME>_TOKEN); an external MCP
 server gets none. A MODEL_API_KEY in the user's env wins. */ -}}

@@ -93,6 +93,13 @@ def _check_auth(resource, settings) -> None:
         if settings.auth_required and not guarded:
             raise _Invalid(f"{required} and this Agent configures none: "
                            "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+        granted = [field for field, given in (("spec.auth.admins", auth.get("admins")),
+                                              ("spec.approval.approvers", (spec.get("approval") or {}).get("approvers")))
+                   if given]
+        if granted and not guarded:
+            raise _Invalid(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but this "
+                           "Agent has no authentication (spec.auth.apiKeys or spec.auth.oidc): without it every "
+                           "caller is anonymous; add one, or remove them")
     elif kind == MODELAPI:
         ollama = spec.get("mode") == "Hosted" and engine(spec) == OLLAMA
         if ollama and (guarded or settings.auth_required):

@@ -8,7 +8,7 @@ kept, and gate.py the one interface the loop calls, ``ApprovalGate.admit``: may 
 from __future__ import annotations
 
 from ..core.settings import AgentSettings
-from .gate import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, Verdict, Where
+from .gate import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, NotAllowed, Verdict, Where
 from .policy import ApprovalPolicy
 from .record import DECISIONS, STATUSES, Approval, new_run_id
 from .store import AlreadySettled, ApprovalStore, UnknownApproval
@@ -26,5 +26,5 @@ def create_store(config: AgentSettings) -> ApprovalStore:
 
 
 __all__ = ["ALLOWED", "AlreadySettled", "Approval", "ApprovalGate", "ApprovalInterrupted", "ApprovalPolicy",
-           "ApprovalStore", "ApprovalWatcher", "DECISIONS", "STATUSES", "UnknownApproval", "Verdict", "Where",
-           "create_store", "new_run_id"]
+           "ApprovalStore", "ApprovalWatcher", "DECISIONS", "NotAllowed", "STATUSES", "UnknownApproval", "Verdict",
+           "Where", "create_store", "new_run_id"]

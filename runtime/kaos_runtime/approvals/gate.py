@@ -5,7 +5,10 @@ watcher (a stream announces it, an A2A task goes ``input-required``), waits unti
 decides, the timeout passes (``TOOL_APPROVAL_ON_TIMEOUT``) or the process stops, and answers
 with a ``Verdict``. ``decide`` is what ``POST /approvals/{id}`` does. Whoever changes an
 approval's state records its event (``approval_granted``, ``approval_rejected``,
-``approval_expired``) in the session and counts it in the metrics.
+``approval_expired``) in the session and counts it in the metrics. Who may see and decide
+which approval is the agent's ``Access`` (core/principal.py): ``visible`` lists what a principal
+may see, ``decide`` refuses (``NotAllowed``) whom the rules refuse, whichever way the decision comes
+(``POST /approvals/{id}``, an A2A message, an MCP elicitation).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from ..core.principal import Access, Principal
 from .policy import ApprovalPolicy
 from .record import (
     APPROVED,
@@ -28,7 +32,7 @@ from .record import (
     Approval,
     approval_id,
 )
-from .store import AlreadySettled, ApprovalStore
+from .store import AlreadySettled, ApprovalStore, UnknownApproval
 
 log = logging.getLogger("kaos_runtime.approvals")
 
@@ -45,6 +49,10 @@ class ApprovalWatcher(Protocol):
 
 class ApprovalInterrupted(Exception):
     """The agent process stops while a call waits for a decision; the message says what becomes of it."""
+
+
+class NotAllowed(Exception):
+    """The rules refuse this principal (HTTP 403); the message says why, naming the missing grant."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,10 @@ ALLOWED = Verdict(True)
 class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy, store: ApprovalStore, memory, agent: str,
                  tool_info: Callable[[str], tuple[str | None, dict | None]] = lambda tool: (None, None),
-                 on_settled: Callable[[str, float], None] | None = None, clock=time.time) -> None:
+                 on_settled: Callable[[str, float], None] | None = None, clock=time.time,
+                 access: Access = Access()) -> None:
         self.policy = policy
+        self.access = access
         self.store = store
         self.memory = memory
         self.agent = agent
@@ -155,9 +165,25 @@ class ApprovalGate:
         except AlreadySettled as settled:  # a decision came first
             return settled.approval
 
-    async def decide(self, approval_id_: str, decision: str, by: str, reason: str) -> Approval:
-        """A person's decision; UnknownApproval, or AlreadySettled when it came too late."""
-        return await self._settle(approval_id_, DECISIONS[decision], by, reason, before_expiry=True)
+    async def visible(self, who: Principal) -> list[Approval]:
+        """The approvals ``who`` may see, oldest first (NotAllowed: none at all)."""
+        refused = self.access.may_list_approvals(who)
+        if refused is not None:
+            raise NotAllowed(refused)
+        return [approval for approval in await self.store.all()
+                if self.access.may_see_approval(who, approval.requester)]
+
+    async def decide(self, approval_id_: str, decision: str, by: Principal, reason: str) -> Approval:
+        """A person's decision; UnknownApproval, NotAllowed when the rules refuse ``by``, or
+        AlreadySettled when it came too late."""
+        if self.access.enabled:
+            approval = await self.store.get(approval_id_)
+            if approval is None:
+                raise UnknownApproval(approval_id_)
+            refused = self.access.may_decide(by, approval.requester)
+            if refused is not None:
+                raise NotAllowed(refused)
+        return await self._settle(approval_id_, DECISIONS[decision], by.text, reason, before_expiry=True)
 
     async def _settle(self, approval_id_: str, status: str, by: str | None, reason: str,
                       before_expiry: bool) -> Approval:

@@ -11,13 +11,14 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 
+from ..core.principal import ANONYMOUS
+
 PENDING, APPROVED, REJECTED, EXPIRED = "pending", "approved", "rejected", "expired"
 STATUSES = (PENDING, APPROVED, REJECTED, EXPIRED)
 DECISIONS = {"approve": APPROVED, "reject": REJECTED}
 # The memory event that records each outcome.
 EVENTS = {APPROVED: "approval_granted", REJECTED: "approval_rejected", EXPIRED: "approval_expired"}
 REQUESTED_EVENT = "approval_requested"
-ANONYMOUS = "anonymous"
 
 
 def new_run_id() -> str:

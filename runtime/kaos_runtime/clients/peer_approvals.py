@@ -5,7 +5,9 @@ A call that waits in a peer (a worker the coordinator delegated to) shows in the
 ``POST /approvals/{id}`` on the coordinator decides it in the peer. The peer lists its own peers
 in turn; ``HOPS_HEADER`` counts the levels so that agents that are each other's peers stop at
 ``MAX_DELEGATION_DEPTH``. A2A peers reached by URL have no approvals API and are not asked; a
-peer that cannot be reached is left out of the listing.
+peer that cannot be reached (or refuses) is left out of the listing. Each request goes on behalf
+of the coordinator's caller (the on-behalf-of header signed with ``AUTH_OUTBOUND_TOKEN``,
+core/principal.py), so a peer shows and lets decide what its own rules allow that person.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import logging
 from urllib.parse import quote, urlencode
 
+from ..core.auth import on_behalf_headers
 from ..core.errors import describe
 from ..core.settings import Peer
 from .http import HttpClient
@@ -22,8 +25,6 @@ from .http import HttpClient
 log = logging.getLogger("kaos_runtime.peers")
 
 HOPS_HEADER = "X-KAOS-Approval-Hops"
-# Who decided, when a coordinator passes a person's decision on to a peer.
-DECIDED_BY_HEADER = "X-KAOS-Decided-By"
 PEER_APPROVALS_TIMEOUT_SECONDS = 5.0
 
 
@@ -33,21 +34,25 @@ class PeerApprovals:
         self.peers = peers
         self.http = http
         self.timeout = timeout
-        # As a delegation says who sends it (the peer's caller without auth: agent:<sender>).
-        self._headers_base = {"X-KAOS-Delegated-By": sender, **({"Authorization": f"Bearer {token}"} if token else {})}
+        self.sender = sender
+        self._token = token
 
-    def _headers(self, hops: int, extra: dict | None = None) -> dict:
-        return {**self._headers_base, HOPS_HEADER: str(hops + 1), **(extra or {})}
+    def _headers(self, peer: Peer, person: str, hops: int, extra: dict | None = None) -> dict:
+        # As a delegation says who sends it (the peer's caller without auth: anonymous via agent:<sender>).
+        return {"X-KAOS-Delegated-By": self.sender, **on_behalf_headers(self._token, person, peer.name),
+                HOPS_HEADER: str(hops + 1), **(extra or {})}
 
-    async def listing(self, status: str, hops: int) -> list[dict]:
-        """Every peer's approvals with this status, each marked with the peer it waits behind."""
-        found = await asyncio.gather(*(self._list(peer, status, hops) for peer in self.peers))
+    async def listing(self, status: str, hops: int, person: str) -> list[dict]:
+        """Every peer's approvals with this status that ``person`` may see there, each marked with
+        the peer it waits behind."""
+        found = await asyncio.gather(*(self._list(peer, status, hops, person) for peer in self.peers))
         return [entry for entries in found for entry in entries]
 
-    async def _list(self, peer: Peer, status: str, hops: int) -> list[dict]:
+    async def _list(self, peer: Peer, status: str, hops: int, person: str) -> list[dict]:
         url = f"{peer.base_url}/approvals?{urlencode({'status': status})}"
         try:
-            code, body = await self.http.request("GET", url, headers=self._headers(hops), timeout=self.timeout)
+            code, body = await self.http.request("GET", url, headers=self._headers(peer, person, hops),
+                                                 timeout=self.timeout)
             if code != 200:
                 raise ValueError(f"HTTP {code}: {body[:200].decode(errors='replace')}")
             entries = json.loads(body)["approvals"]
@@ -56,11 +61,12 @@ class PeerApprovals:
             return []
         return [{**entry, "peer": peer.name} for entry in entries if isinstance(entry, dict)]
 
-    async def decide(self, approval_id: str, body: bytes, decided_by: str, hops: int) -> tuple[int, dict] | None:
-        """The first peer's answer that knows the approval (status, body with ``peer``); None if none does."""
-        headers = self._headers(hops, {"Content-Type": "application/json", DECIDED_BY_HEADER: decided_by})
+    async def decide(self, approval_id: str, body: bytes, person: str, hops: int) -> tuple[int, dict] | None:
+        """``person``'s decision, in the first peer that knows the approval: its answer (status, body
+        with ``peer``; a 403 when its rules refuse the person); None if no peer knows it."""
         for peer in self.peers:
             url = f"{peer.base_url}/approvals/{quote(approval_id, safe='')}"
+            headers = self._headers(peer, person, hops, {"Content-Type": "application/json"})
             try:
                 code, answer = await self.http.request("POST", url, body=body, headers=headers, timeout=self.timeout)
                 if code == 404:

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .forwarding import Forwarding
+from .principal import ANONYMOUS
 from .settings import BudgetSettings
 
 log = logging.getLogger("kaos_runtime.budget")
 
 MINUTE, DAY = 60, 86400
-ANONYMOUS = "anonymous"
 CALLERS_KEPT = 1024  # callers whose limits (and keys) are kept ready; past it they are built again
 
 

@@ -35,6 +35,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
 from .api_keys import parse_api_keys
 from .mock_responses import check_scripted
+from .principal import entries as principal_entries
 
 CARD_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/.well-known/agent")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -214,6 +215,18 @@ class AuthSettings(_Settings):
     # The agent's own credential, sent as a bearer token when it delegates (the chart also
     # gives it to the agent as MODEL_API_KEY and MCP_SERVER_<NAME>_TOKEN; see docs/runtime.md).
     outbound_token: SecretStr = Field("", validation_alias="AUTH_OUTBOUND_TOKEN")
+    # Principals that may read every session, memory event and approval (core/principal.py).
+    admins: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="AUTH_ADMINS")
+
+    @property
+    def enabled(self) -> bool:
+        """Requests must authenticate (API keys or OIDC): the ownership rules apply."""
+        return bool(self.api_keys() or self.oidc_jwks_url)
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _admins(cls, value: Any) -> Any:
+        return principal_entries(value, "AUTH_ADMINS") if isinstance(value, str) else value
 
     def api_keys(self) -> list[tuple[str, str]]:
         """(name, key): the name is the key's place in the list (1, 2, ...), never the key."""
@@ -242,10 +255,17 @@ class ApprovalSettings(_Settings):
     from_annotations: Flag = Field(False, validation_alias="TOOL_APPROVAL_FROM_ANNOTATIONS")
     timeout_seconds: int = Field(600, ge=1, validation_alias="TOOL_APPROVAL_TIMEOUT_SECONDS")
     on_timeout: OnTimeout = Field("reject", validation_alias="TOOL_APPROVAL_ON_TIMEOUT")
+    # The principals that may decide (core/principal.py); empty: any authenticated one but the requester.
+    approvers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="TOOL_APPROVAL_APPROVERS")
 
     @property
     def enabled(self) -> bool:
         return bool(self.required) or self.from_annotations
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _approvers(cls, value: Any) -> Any:
+        return principal_entries(value, "TOOL_APPROVAL_APPROVERS") if isinstance(value, str) else value
 
     @field_validator("required", mode="before")
     @classmethod
@@ -300,6 +320,17 @@ class AgentSettings(_Settings):
     tool_timeout: float = Field(60.0, ge=0, validation_alias="TOOL_TIMEOUT_SECONDS")
     # Prometheus metrics at /metrics; false: /metrics answers 404 and nothing is counted.
     metrics_enabled: Flag = Field(True, validation_alias="METRICS_ENABLED")
+
+    @model_validator(mode="after")
+    def _grants_need_authentication(self) -> "AgentSettings":
+        """Admins and approvers are principals, which only authentication tells apart."""
+        granted = [name for name, given in (("AUTH_ADMINS", self.auth.admins),
+                                            ("TOOL_APPROVAL_APPROVERS", self.approval.approvers)) if given]
+        if granted and not self.auth.enabled:
+            raise ValueError(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but "
+                             "authentication is off (set AUTH_API_KEYS or AUTH_OIDC_JWKS_URL): without it every "
+                             "caller is anonymous")
+        return self
 
     @property
     def preload(self) -> bool:

@@ -53,7 +53,9 @@ class LoopRequest:
     continued: bool
     max_steps: int | None = None
     max_tokens: int | None = None
-    caller: str = "anonymous"  # who asked (the first of budget.caller_of): an approval's requester
+    # The principal the run acts for (core/principal.py, its text): an approval's requester, and
+    # whom a delegation acts for at the peer.
+    caller: str = "anonymous"
 
 
 @dataclass
@@ -376,7 +378,7 @@ class Agent:
                                  client=True) as span:
             try:
                 response = await self.peers.delegate(peer, messages, request.depth + 1, self.config.name,
-                                                     self.telemetry.inject({}))
+                                                     self.telemetry.inject({}), on_behalf_of=request.caller)
             except DelegationError as error:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "delegation_error",

@@ -9,6 +9,12 @@ Both give the same answers: events per session in the order they were recorded, 
 ``MEMORY_MAX_SESSION_EVENTS`` events per session (the oldest dropped first), ``events()``
 returning the newest ``limit`` matching events (oldest first) with the total that match.
 A backend that cannot be reached raises ``MemoryUnavailable`` (the HTTP layer answers 503).
+
+Each session has an owner (the principal that started it, core/principal.py) once ``claim``
+records one, atomically: of two callers claiming one new id, one owns it. A session with events
+and no owner (recorded while authentication was off) belongs to ``anonymous``. ``events`` and
+``sessions`` take an ``owner`` to see only that owner's sessions; the owners are kept and dropped
+with their sessions. Ownership is tracked only with authentication on (service/sessions.py).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 from typing import Any
 
+from ..core.principal import ANONYMOUS
 from ..core.settings import MemorySettings
 
 EVENT_TYPES = (
@@ -90,17 +97,27 @@ class Memory(ABC):
             await self._record(session_id, make_event(session_id, event_type, content, metadata))
 
     async def events(self, limit: int | None = None, session_id: str | None = None,
-                     event_type: str | None = None) -> tuple[list[dict], int]:
-        """The newest ``limit`` matching events (oldest first) and how many match in total."""
+                     event_type: str | None = None, owner: str | None = None) -> tuple[list[dict], int]:
+        """The newest ``limit`` matching events (oldest first) and how many match in total; with
+        ``owner``, of that owner's sessions only."""
         if not self.config.enabled:
             return [], 0
         if limit is not None and limit <= 0:
-            return [], (await self._events(0, session_id, event_type))[1]
-        return await self._events(limit, session_id, event_type)
+            return [], (await self._events(0, session_id, event_type, owner))[1]
+        return await self._events(limit, session_id, event_type, owner)
 
-    async def sessions(self) -> list[str]:
-        """Session ids, least recently active first."""
-        return await self._sessions() if self.config.enabled else []
+    async def sessions(self, owner: str | None = None) -> list[str]:
+        """Session ids, least recently active first; with ``owner``, that owner's only."""
+        return await self._sessions(owner) if self.config.enabled else []
+
+    async def claim(self, session_id: str, owner: str) -> str:
+        """The session's owner: ``owner``, recorded now, if the session is new; else the one it has.
+        With memory off nothing is kept (no session can be read or continued): ``owner``."""
+        return await self._claim(session_id, owner) if self.config.enabled else owner
+
+    async def owner(self, session_id: str) -> str | None:
+        """The session's owner; None when there is no such session."""
+        return await self._owner(session_id) if self.config.enabled else None
 
     async def history(self, session_id: str, limit: int) -> list[dict]:
         """The last ``limit`` conversation turns of a session as chat messages."""
@@ -123,10 +140,16 @@ class Memory(ABC):
 
     @abstractmethod
     async def _events(self, limit: int | None, session_id: str | None,
-                      event_type: str | None) -> tuple[list[dict], int]: ...
+                      event_type: str | None, owner: str | None) -> tuple[list[dict], int]: ...
 
     @abstractmethod
-    async def _sessions(self) -> list[str]: ...
+    async def _sessions(self, owner: str | None) -> list[str]: ...
+
+    @abstractmethod
+    async def _claim(self, session_id: str, owner: str) -> str: ...
+
+    @abstractmethod
+    async def _owner(self, session_id: str) -> str | None: ...
 
     @abstractmethod
     async def _history(self, session_id: str, limit: int) -> list[dict]: ...
@@ -143,5 +166,5 @@ def create_memory(config: MemorySettings, agent_name: str) -> Memory:
     return LocalMemory(config)
 
 
-__all__ = ["EVENT_TYPES", "Memory", "MemoryUnavailable", "create_memory", "make_event", "new_event_id",
+__all__ = ["ANONYMOUS", "EVENT_TYPES", "Memory", "MemoryUnavailable", "create_memory", "make_event", "new_event_id",
            "new_session_id", "turns"]

@@ -8,6 +8,8 @@ chart sets ``kaos:<namespace>:agent:<name>``):
 - ``P:seq``        counter: one sequence number per event, across sessions and replicas;
 - ``P:session:<id>`` list: the session's events in the order they were recorded, each stored
                    as ``<seq>\\t<event_type>\\t<event JSON>``.
+- ``P:owner:<id>`` string: the session's owner (with authentication on), set once (``claim``),
+                   expiring and dropped with the session's list.
 
 Every operation is one Lua script (atomic in Redis, one round trip): a write appends, trims
 the list to ``MEMORY_MAX_SESSION_EVENTS`` (oldest first) and drops the least recently active
@@ -15,7 +17,9 @@ sessions beyond ``MEMORY_MAX_SESSIONS``, so several replicas writing at once nev
 event or break the bounds; a read sees one consistent state. With ``MEMORY_TTL_SECONDS``
 every write sets the TTL of its session and of the two shared keys, so an idle session
 expires in Redis and is then dropped from ``P:sessions``. At most
-``MEMORY_MAX_SESSIONS + 2`` keys per agent.
+``2 * MEMORY_MAX_SESSIONS + 2`` keys per agent. A claim is one script too: of two callers claiming
+one new id at once, one owns it; a claimed session joins ``P:sessions`` (with no events yet) and
+counts against the bound.
 
 Writes are a group commit: ``record`` queues the event, and a writer task sends whatever is
 queued as one batch, one batch on the wire at a time, in order: one call of the record script
@@ -47,7 +51,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..core.settings import MemorySettings
-from . import TURN_ROLES, Memory, MemoryUnavailable, make_event
+from . import ANONYMOUS, TURN_ROLES, Memory, MemoryUnavailable, make_event
 
 log = logging.getLogger("kaos_runtime.memory")
 
@@ -58,43 +62,51 @@ TURN_END = "agent_response"
 # Other events wait at most this long to be sent, so that a quick turn is one round trip.
 FLUSH_DELAY = 0.005
 
-# Drops sessions whose list expired (TTL) from the sorted set: they are always its oldest
-# members, because every write refreshes the TTL of the session it touches.
+# Drops sessions whose list and owner expired (TTL) from the sorted set: they are always its
+# oldest members, because every write refreshes the TTL of the session it touches.
 _PRUNE = """
-local function prune(sessions, prefix, ttl)
+local function prune(sessions, prefix, owner_prefix, ttl)
   if ttl <= 0 then return end
   while true do
     local first = redis.call('ZRANGE', sessions, 0, 0)
-    if #first == 0 or redis.call('EXISTS', prefix .. first[1]) == 1 then return end
+    if #first == 0 or redis.call('EXISTS', prefix .. first[1], owner_prefix .. first[1]) > 0 then return end
     redis.call('ZREM', sessions, first[1])
+  end
+end
+-- Drops the least recently active sessions beyond the bound, with their owners.
+local function evict(sessions, prefix, owner_prefix, max_sessions)
+  local extra = redis.call('ZCARD', sessions) - max_sessions
+  if extra > 0 then
+    local dropped = redis.call('ZPOPMIN', sessions, extra)
+    for j = 1, #dropped, 2 do redis.call('DEL', prefix .. dropped[j], owner_prefix .. dropped[j]) end
   end
 end
 """
 
 # A batch of events, in order (the group commit: one script for every event queued meanwhile,
 # from any session). KEYS: sessions, seq, then the list of each session of the batch. ARGV: list
-# prefix, max sessions, max events per session, ttl in ms, then two per event: the index in
-# KEYS of its session's list and `<event type>\t<event JSON>`. Each event gets the next sequence
-# number and is appended, its list trimmed and the least recently active sessions beyond the
-# bound dropped, exactly as if it were recorded alone. Returns the last sequence number.
+# prefix, max sessions, max events per session, ttl in ms, owner prefix, then two per event: the
+# index in KEYS of its session's list and `<event type>\t<event JSON>`. Each event gets the next
+# sequence number and is appended, its list trimmed and the least recently active sessions beyond
+# the bound dropped, exactly as if it were recorded alone. Returns the last sequence number.
 _RECORD = _PRUNE + """
-local prefix, ttl = ARGV[1], tonumber(ARGV[4])
+local prefix, ttl, owner_prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5]
 local max_sessions, max_events = tonumber(ARGV[2]), tonumber(ARGV[3])
-local count = (#ARGV - 4) / 2
+local count = (#ARGV - 5) / 2
 local seq = redis.call('INCRBY', KEYS[2], count) - count
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   local key = KEYS[tonumber(ARGV[i])]
-  prune(KEYS[1], prefix, ttl)
+  prune(KEYS[1], prefix, owner_prefix, ttl)
   seq = seq + 1
   redis.call('RPUSH', key, seq .. '\\t' .. ARGV[i + 1])
   redis.call('LTRIM', key, -max_events, -1)
-  redis.call('ZADD', KEYS[1], seq, string.sub(key, #prefix + 1))
-  local extra = redis.call('ZCARD', KEYS[1]) - max_sessions
-  if extra > 0 then
-    local dropped = redis.call('ZPOPMIN', KEYS[1], extra)
-    for j = 1, #dropped, 2 do redis.call('DEL', prefix .. dropped[j]) end
+  local id = string.sub(key, #prefix + 1)
+  redis.call('ZADD', KEYS[1], seq, id)
+  evict(KEYS[1], prefix, owner_prefix, max_sessions)
+  if ttl > 0 then
+    redis.call('PEXPIRE', key, ttl)
+    redis.call('PEXPIRE', owner_prefix .. id, ttl)
   end
-  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
 end
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -103,14 +115,28 @@ end
 return seq
 """
 
+# Whether a session is the owner's ('' : anyone's); no owner recorded: anonymous's.
+_OWNED = """
+local function owned(owner_prefix, id, owner, anonymous)
+  return owner == '' or (redis.call('GET', owner_prefix .. id) or anonymous) == owner
+end
+local function sessions_of(sessions, owner_prefix, owner, anonymous)
+  local found = {}
+  for _, id in ipairs(redis.call('ZRANGE', sessions, 0, -1)) do
+    if owned(owner_prefix, id, owner, anonymous) then found[#found + 1] = id end
+  end
+  return found
+end
+"""
+
 # KEYS: sessions. ARGV: list prefix, limit (-1: all), session id ('' : every session), event
-# type ('': any), ttl in ms. Returns {total, entry...}: the newest `limit` matching entries,
-# oldest first.
-_EVENTS = _PRUNE + """
-prune(KEYS[1], ARGV[1], tonumber(ARGV[5]))
+# type ('': any), ttl in ms, owner prefix, owner ('': any), anonymous. Returns {total, entry...}:
+# the newest `limit` matching entries, oldest first.
+_EVENTS = _PRUNE + _OWNED + """
+prune(KEYS[1], ARGV[1], ARGV[6], tonumber(ARGV[5]))
 local limit, wanted = tonumber(ARGV[2]), ARGV[4]
 local sessions
-if ARGV[3] ~= '' then sessions = {ARGV[3]} else sessions = redis.call('ZRANGE', KEYS[1], 0, -1) end
+if ARGV[3] ~= '' then sessions = {ARGV[3]} else sessions = sessions_of(KEYS[1], ARGV[6], ARGV[7], ARGV[8]) end
 local total, picked = 0, {}
 for _, id in ipairs(sessions) do
   local key = ARGV[1] .. id
@@ -148,10 +174,41 @@ for i = first, #picked do result[#result + 1] = picked[i] end
 return result
 """
 
-# KEYS: sessions. ARGV: list prefix, ttl in ms.
-_SESSIONS = _PRUNE + """
-prune(KEYS[1], ARGV[1], tonumber(ARGV[2]))
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+# KEYS: sessions. ARGV: list prefix, ttl in ms, owner prefix, owner ('': any), anonymous.
+_SESSIONS = _PRUNE + _OWNED + """
+prune(KEYS[1], ARGV[1], ARGV[3], tonumber(ARGV[2]))
+return sessions_of(KEYS[1], ARGV[3], ARGV[4], ARGV[5])
+"""
+
+# KEYS: sessions, seq, the session's owner, its list. ARGV: list prefix, owner prefix, session
+# id, owner, anonymous, max sessions, ttl in ms. The session's owner: the one it has, else the
+# one given, recorded now (anonymous for a session with events and none: recorded while
+# authentication was off); a new session joins the sessions, with no events yet.
+_CLAIM = _PRUNE + """
+local current = redis.call('GET', KEYS[3])
+if current then return current end
+local ttl = tonumber(ARGV[7])
+prune(KEYS[1], ARGV[1], ARGV[2], ttl)
+if redis.call('EXISTS', KEYS[4]) == 1 then current = ARGV[5] else current = ARGV[4] end
+redis.call('SET', KEYS[3], current)
+if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[2]), ARGV[3])
+  evict(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[6]))
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
+return current
+"""
+
+# KEYS: sessions, the session's owner. ARGV: list prefix, owner prefix, ttl in ms, session id,
+# anonymous. The owner; false when there is no such session.
+_OWNER = _PRUNE + """
+prune(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+if not redis.call('ZSCORE', KEYS[1], ARGV[4]) then return false end
+return redis.call('GET', KEYS[2]) or ARGV[5]
 """
 
 # KEYS: the session's list. ARGV: limit, the turn event types joined by ','. Returns the last
@@ -209,6 +266,7 @@ class RedisMemory(Memory):
         self._sessions_key = f"{self.prefix}:sessions"
         self._seq_key = f"{self.prefix}:seq"
         self._list_prefix = f"{self.prefix}:session:"
+        self._owner_prefix = f"{self.prefix}:owner:"
         self._ttl_ms = config.ttl_seconds * 1000
         timeout = config.redis_timeout
         # One retry on a fresh connection covers a pooled connection that Redis closed (a
@@ -223,6 +281,8 @@ class RedisMemory(Memory):
         self._events_script = self.client.register_script(_EVENTS)
         self._sessions_script = self.client.register_script(_SESSIONS)
         self._history_script = self.client.register_script(_HISTORY)
+        self._claim_script = self.client.register_script(_CLAIM)
+        self._owner_script = self.client.register_script(_OWNER)
         self._outages: OrderedDict[str, str] = OrderedDict()  # session id -> what failed
         # The group commit: events queued, and who waits for them, until the writer takes them.
         self._queue: list[tuple[str, str]] = []  # (session id, `<type>\t<JSON>`)
@@ -344,7 +404,8 @@ class RedisMemory(Memory):
                                                   {"memory": "unavailable"})))
                      for session, problem in outages] + batch
         keys = [self._sessions_key, self._seq_key]
-        args: list = [self._list_prefix, self.config.max_sessions, self.config.max_session_events, self._ttl_ms]
+        args: list = [self._list_prefix, self.config.max_sessions, self.config.max_session_events, self._ttl_ms,
+                      self._owner_prefix]
         index: dict[str, int] = {}
         for session, entry in batch:
             at = index.get(session)
@@ -358,16 +419,29 @@ class RedisMemory(Memory):
             if self._outages.get(session) is problem:
                 del self._outages[session]
 
-    async def _events(self, limit, session_id, event_type):
+    async def _events(self, limit, session_id, event_type, owner):
         result = await self._call(
             "events", self._events_script, [self._sessions_key],
-            [self._list_prefix, -1 if limit is None else limit, session_id or "", event_type or "", self._ttl_ms],
+            [self._list_prefix, -1 if limit is None else limit, session_id or "", event_type or "", self._ttl_ms,
+             self._owner_prefix, owner or "", ANONYMOUS],
         )
         return [_event_of(entry) for entry in result[1:]], int(result[0])
 
-    async def _sessions(self) -> list[str]:
+    async def _sessions(self, owner):
         return list(await self._call("sessions", self._sessions_script, [self._sessions_key],
-                                     [self._list_prefix, self._ttl_ms]))
+                                     [self._list_prefix, self._ttl_ms, self._owner_prefix, owner or "", ANONYMOUS]))
+
+    async def _claim(self, session_id: str, owner: str) -> str:
+        return await self._call("claim a session", self._claim_script,
+                                [self._sessions_key, self._seq_key, self._owner_prefix + session_id,
+                                 self.session_key(session_id)],
+                                [self._list_prefix, self._owner_prefix, session_id, owner, ANONYMOUS,
+                                 self.config.max_sessions, self._ttl_ms])
+
+    async def _owner(self, session_id: str) -> str | None:
+        return await self._call("read a session's owner", self._owner_script,
+                                [self._sessions_key, self._owner_prefix + session_id],
+                                [self._list_prefix, self._owner_prefix, self._ttl_ms, session_id, ANONYMOUS])
 
     async def _history(self, session_id: str, limit: int) -> list[dict]:
         entries = await self._call("history", self._history_script, [self.session_key(session_id)],

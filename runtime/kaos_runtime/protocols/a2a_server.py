@@ -18,6 +18,11 @@
   later model call; a spent one fails the task with the budget's message (a ``budget_exceeded``
   event, the rejection metric, the request counted ``budget_exceeded``).
 - The cards' URLs are the request's public base URL (public_url.py: ``X-Forwarded-*``).
+- Ownership: a task belongs to the principal that sent its first message (core/principal.py; the
+  SDK's task store keeps each owner's tasks apart), so ``tasks/get``, ``tasks/cancel`` and a
+  resubscription to another's task answer "task not found"; a message in another's context (a
+  KAOS session) fails its task with "no session ..." before anything of the session is read.
+  Without authentication every caller is ``anonymous`` and shares every task.
 
 ``mount(app, runtime)`` adds the routes; the SDK is imported only then.
 """
@@ -34,10 +39,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..clients.peers import DEPTH_HEADER
+from ..core.auth import acting_of
 from ..core.budget import BudgetExceeded, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
+from ..core.principal import Principal
 from ..loop.agent import LoopRequest
+from ..memory.ownership import no_session
 from .chat_request import parse_depth
 from .public_url import public_base_url
 from .waiting_run import WaitingRun, decision_of, waiting_text
@@ -52,7 +60,15 @@ CARD_PATH = "/.well-known/agent-card.json"
 PROTOCOL_VERSIONS = ("1.0", "0.3")
 SSE_GRACE_SECONDS = 1.0  # streams still open on shutdown: below the server's SHUTDOWN_GRACE_SECONDS
 # What the executor needs of the HTTP request, put in the A2A call context's state.
-CALLER, SCOPE = "kaos.caller", "kaos.scope"
+CALLER, SCOPE, ACTING = "kaos.caller", "kaos.scope", "kaos.acting"
+ANY_DECIDES = "Reply to this task with approve or reject (and a reason), or POST /approvals/<id>."
+OTHERS_DECIDE = ("Another principal decides it with POST /approvals/<id> (with authentication on, the requester "
+                 "of a call cannot decide it).")
+
+
+def acting_in(state) -> Principal:
+    """The principal an A2A call acts for (put in its context's state by the context builder)."""
+    return state.get(ACTING) or Principal()
 
 
 class _ArtifactSink:
@@ -102,10 +118,10 @@ def _executor(runtime):
     def task_run(updater, context) -> WaitingRun:
         """A run whose task goes input-required while a call waits (the calls in its status message)."""
 
-        async def input_required(waiting: list) -> None:
+        async def input_required(waiting: list, note: str) -> None:
             now = time.time()
-            text = waiting_text(waiting, "Reply to this task with approve or reject (and a reason), "
-                                         "or POST /approvals/<id>.")
+            text = waiting_text(waiting, OTHERS_DECIDE if runtime.access.enabled else ANY_DECIDES)
+            text = f"{note} {text}" if note else text
             await updater.requires_input(new_message(
                 [new_text_part(text), new_data_part({"approvals": [a.view(now) for a in waiting]})],
                 context_id=context.context_id, task_id=context.task_id))
@@ -142,7 +158,7 @@ def _executor(runtime):
             run = runs.get(context.task_id)
             if run is not None and run.running:  # the message decides what the run waits for
                 decision = decision_of(context.get_user_input(), get_data_parts(context.message.parts))
-                await run.apply(runtime.approvals, decision, context.call_context.state.get(CALLER) or "anonymous")
+                await run.apply(runtime.approvals, decision, acting_in(context.call_context.state))
                 await run.until_stop()
                 return
             if context.current_task is None:
@@ -151,9 +167,14 @@ def _executor(runtime):
             sink = _ArtifactSink(updater, f"{context.task_id}-answer")
             await updater.start_work()
             state = context.call_context.state
+            acting = acting_in(state)
             try:
                 headers = state.get("headers") or {}
                 depth = parse_depth(headers.get(DEPTH_HEADER.lower()))  # a KAOS coordinator's, else 0
+                if not await runtime.sessions.enter(context.context_id, acting):  # another's context
+                    await updater.failed(new_text_message(no_session(context.context_id),
+                                                          context_id=context.context_id, task_id=context.task_id))
+                    return
                 # As chat completions and /mcp: refused now if a budget is spent, counted per caller.
                 await runtime.budget.enter(context.context_id, state.get(CALLER))
             except BudgetExceeded as error:
@@ -168,7 +189,7 @@ def _executor(runtime):
                 return
             request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
                                   session_id=context.context_id, depth=depth, continued=True,
-                                  caller=(state.get(CALLER) or ("anonymous",))[0])
+                                  caller=acting.text)
             run = runs[context.task_id] = task_run(updater, context)
             run.start(drive(run, updater, sink, request, context, headers))
             run.task.add_done_callback(lambda _: runs.pop(context.task_id, None))
@@ -209,12 +230,14 @@ def _context_builder():
 
     class KaosContextBuilder(DefaultServerCallContextBuilder):
         """The SDK's call context, plus the caller a per-caller budget counts against (the
-        authenticated principal, see budget.caller_of) and the request's ASGI scope (where a
-        refusal sets the request's metric outcome)."""
+        authenticated principal, see budget.caller_of), the principal the call acts for (who owns
+        its tasks, core/auth.acting_of) and the request's ASGI scope (where a refusal sets the
+        request's metric outcome)."""
 
         def build(self, request):
             context = super().build(request)
             context.state[CALLER] = caller_of(request)
+            context.state[ACTING] = acting_of(request)
             context.state[SCOPE] = request.scope
             return context
 
@@ -228,7 +251,10 @@ def mount(app: "FastAPI", runtime) -> None:
     from a2a.server.routes import create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
 
-    handler = DefaultRequestHandler(agent_executor=_executor(runtime), task_store=InMemoryTaskStore(),
+    # Each task is its owner's: another principal's task id is not found (Access.owner: one owner
+    # for everyone without authentication).
+    tasks = InMemoryTaskStore(owner_resolver=lambda context: runtime.access.owner(acting_in(context.state)))
+    handler = DefaultRequestHandler(agent_executor=_executor(runtime), task_store=tasks,
                                     agent_card=agent_card(runtime, "http://localhost"))
     for route in create_jsonrpc_routes(handler, A2A_PATH, context_builder=_context_builder(),
                                        enable_v0_3_compat=True, shutdown_grace_period=SSE_GRACE_SECONDS):

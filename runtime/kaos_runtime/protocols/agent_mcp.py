@@ -17,7 +17,11 @@ elicitations in MCP's stateless multi-round-trip flow (protocol 2026-07-28): the
 ``InputRequiredResult`` with one elicitation per waiting call (approve or reject, a reason) and
 the run goes on beside the request (``waiting_run.WaitingRun``); the client's retry brings the
 decisions and gets the answer, or the next question. Any other client's call waits, as a chat
-completion does, until the decision (``POST /approvals/{id}``) or the timeout.
+completion does, until the decision (``POST /approvals/{id}``) or the timeout; so does every call
+with authentication on, where the caller (the requester) may not decide its own call.
+
+A session belongs to the principal that started it (core/principal.py): a ``session_id`` of
+another's is an error result, "no session ...", and a run's retry is the principal's who started it.
 
 ``mount(app, runtime)`` adds the route and stops the server with the app.
 """
@@ -37,11 +41,14 @@ from pydantic import BaseModel, Field
 from starlette.routing import Route
 
 from ..clients.peers import DEPTH_HEADER
+from ..core.auth import acting_of
 from ..core.budget import BudgetExceeded, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
+from ..core.principal import Principal
 from ..loop.agent import LoopRequest
 from ..memory import new_session_id
+from ..memory.ownership import no_session
 from .chat_request import SESSION_ID_PATTERN, BadRequest, parse_depth
 from .mcp_http import NoGetStream
 from .waiting_run import TaskDecision, WaitingRun, waiting_text
@@ -82,22 +89,25 @@ DECISION_SCHEMA = {"type": "object", "required": ["decision"], "properties": {
 
 class McpRuns:
     """The runs of MCP calls that wait for a decision, by a key the client echoes in requestState
-    (sealed by the SDK); kept until the retry that gets the answer, at most ``MAX_RUNS``."""
+    (sealed by the SDK), with the principal whose call it is; kept until the retry that gets the
+    answer, at most ``MAX_RUNS``."""
 
     MAX_RUNS = 1000
 
     def __init__(self) -> None:
-        self._runs: OrderedDict[str, WaitingRun] = OrderedDict()
+        self._runs: OrderedDict[str, tuple[WaitingRun, str]] = OrderedDict()
 
-    def add(self, run: WaitingRun) -> str:
+    def add(self, run: WaitingRun, owner: str) -> str:
         key = uuid.uuid4().hex
-        self._runs[key] = run
+        self._runs[key] = (run, owner)
         while len(self._runs) > self.MAX_RUNS:
             self._runs.popitem(last=False)
         return key
 
-    def get(self, key: str) -> WaitingRun | None:
-        return self._runs.get(key)
+    def get(self, key: str, owner: str) -> WaitingRun | None:
+        """The run, for the principal whose call it is only."""
+        run, started_by = self._runs.get(key, (None, ""))
+        return run if started_by == owner else None
 
     def discard(self, key: str) -> None:
         self._runs.pop(key, None)
@@ -144,19 +154,23 @@ def _server(runtime):
         except BadRequest as error:
             raise ToolError(error.detail) from None
         session = session_id or new_session_id()
+        acting = acting_of(request) if request is not None else Principal()
         attributes = {"kaos.agent": config.name, "kaos.session_id": session, "kaos.depth": depth}
         callers = caller_of(request) if request is not None else None
         loop_request = LoopRequest(messages=[{"role": "user", "content": message}], session_id=session,
-                                   depth=depth, continued=session_id is not None,
-                                   caller=callers[0] if callers else "anonymous")
+                                   depth=depth, continued=session_id is not None, caller=acting.text)
         try:
-            await runtime.budget.enter(session, callers)
+            owned = await runtime.sessions.enter(session, acting)  # another's: as if there were none
+            if owned:
+                await runtime.budget.enter(session, callers)
         except Exception as error:
             failed(error, request)
+        if not owned:
+            raise ToolError(no_session(session))
         if asks_for_approvals(ctx):  # the run goes on beside the request; a waiting call is asked about
             run = WaitingRun()
             run.start(drive(run, loop_request, headers, attributes))
-            key = runs.add(run)
+            key = runs.add(run, acting.text)
             return await outcome(key, run, session, request)
         try:
             with runtime.telemetry.server_span("mcp", headers, attributes):
@@ -176,8 +190,9 @@ def _server(runtime):
                               structured_content={"answer": content, "session_id": session})
 
     def asks_for_approvals(ctx) -> bool:
-        """A client that answers form elicitations in the stateless multi-round-trip flow (2026-07-28)."""
-        if ctx is None or not runtime.approvals.policy.enabled or not ctx.protocol_version:
+        """A client that answers form elicitations in the stateless multi-round-trip flow (2026-07-28),
+        on an agent without authentication (with it, the caller may not decide its own call)."""
+        if ctx is None or not runtime.approvals.policy.enabled or not ctx.protocol_version or runtime.access.enabled:
             return False
         capabilities = ctx.client_capabilities
         return (is_version_at_least(ctx.protocol_version, MRTR_VERSION) and capabilities is not None
@@ -203,10 +218,10 @@ def _server(runtime):
 
     async def retry(ctx, request):
         state = json.loads(ctx.request_state)
-        run = runs.get(state.get("run", ""))
+        by = acting_of(request) if request is not None else Principal()
+        run = runs.get(state.get("run", ""), by.text)
         if run is None:
             raise ToolError("this call's run is no longer here (the agent restarted, or it ended)")
-        by = caller_of(request)[0] if request is not None else "anonymous"
         for approval_id, response in (ctx.input_responses or {}).items():
             await run.apply(runtime.approvals, decision_of_elicitation(approval_id, response), by)
         return await outcome(state["run"], run, state.get("session", ""), request)

@@ -8,7 +8,8 @@ task at a time (the decision would queue behind it) and over MCP the retry is a 
 attaches with ``until_stop`` and returns when the run ends or a call waits (``waiting``); a
 decision taken meanwhile, by that protocol (``decision_of`` reads one from a message) or
 through ``POST /approvals/{id}``, lets the run go on. ``on_pending`` is what the protocol does
-when a call starts waiting (an A2A task goes ``input-required``).
+when a call starts waiting (an A2A task goes ``input-required``); it hears, with the waiting
+calls, why the last decision was refused (the rules of core/principal.py), if it was.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..approvals import DECISIONS, AlreadySettled, Approval, UnknownApproval
+from ..approvals import DECISIONS, AlreadySettled, Approval, NotAllowed, UnknownApproval
+from ..core.principal import Principal
 
 log = logging.getLogger("kaos_runtime.approvals")
 
@@ -64,11 +66,12 @@ def waiting_text(approvals: list[Approval], how: str) -> str:
 class WaitingRun:
     """The loop run of one A2A task or MCP call (see the module docstring)."""
 
-    def __init__(self, on_pending: Callable[[list[Approval]], Awaitable[None]] | None = None,
+    def __init__(self, on_pending: Callable[[list[Approval], str], Awaitable[None]] | None = None,
                  on_resumed: Callable[[], Awaitable[None]] | None = None) -> None:
         self.on_pending = on_pending
         self.on_resumed = on_resumed
         self.waiting: dict[str, Approval] = {}
+        self.refused = ""  # why the last decision brought was refused
         self._stop = asyncio.Event()  # a call waits: the attached request may return
         self.task: asyncio.Task | None = None
 
@@ -89,23 +92,28 @@ class WaitingRun:
             await self.on_resumed()
 
     async def announce(self) -> None:
+        refused, self.refused = self.refused, ""
         if self.on_pending is not None:
-            await self.on_pending(list(self.waiting.values()))
+            await self.on_pending(list(self.waiting.values()), refused)
 
     def next_pending(self, approval_id: str | None) -> Approval | None:
         if approval_id is not None:
             return self.waiting.get(approval_id)
         return next(iter(self.waiting.values()), None)
 
-    async def apply(self, gate, decision: TaskDecision | None, by: str) -> None:
+    async def apply(self, gate, decision: TaskDecision | None, by: Principal) -> None:
         """A decision the attached request brings, on the call it names or the oldest waiting one;
-        nothing to decide (or decided already): the run goes on waiting, if it does."""
+        nothing to decide (or decided already): the run goes on waiting, if it does; refused by
+        the rules: it goes on waiting, and ``refused`` says why."""
         approval = self.next_pending(decision.approval_id if decision else None)
         if decision is None or approval is None:
             return
         self.waiting.pop(approval.id, None)  # no longer waiting, whenever the run hears it
         try:
             await gate.decide(approval.id, decision.decision, by, decision.reason)
+        except NotAllowed as refused:
+            self.waiting[approval.id] = approval  # still waiting
+            self.refused = str(refused)
         except (AlreadySettled, UnknownApproval) as error:
             log.info("%s", error)
 

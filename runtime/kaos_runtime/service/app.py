@@ -44,7 +44,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
     verifier = Verifier(config.auth)
-    app.add_middleware(BearerAuth, verifier=verifier)  # before any work (probes exempt)
+    app.add_middleware(BearerAuth, verifier=verifier, agent=config.name)  # before any work (probes exempt)
     if runtime.metrics is not None:
         app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
 

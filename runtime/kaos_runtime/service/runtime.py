@@ -14,10 +14,12 @@ from ..clients.peers import PeerDirectory
 from ..core.auth import CredentialedPeers
 from ..core.budget import BudgetedModel, create_budget
 from ..core.metrics import MeteredMemory, MeteredModel, MeteredPeers, MeteredTools, Metrics
+from ..core.principal import Access
 from ..core.settings import AgentSettings
 from ..core.telemetry import Telemetry
 from ..loop.agent import Agent
 from ..memory import create_memory
+from ..memory.ownership import Sessions
 
 log = logging.getLogger("kaos_runtime.agent")
 
@@ -48,9 +50,13 @@ class Runtime:
                                     self.metrics.budget_rejected if self.metrics is not None else None, self.memory)
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
+        # Who owns, reads and decides what (core/principal.py); off without authentication.
+        self.access = Access(config.auth.enabled, config.auth.admins, config.approval.approvers)
+        self.sessions = Sessions(self.memory, self.access)
         policy = ApprovalPolicy.from_settings(config.approval)
         self.approvals = ApprovalGate(policy, create_store(config), self.memory, config.name, self.tools.info,
-                                      self.metrics.approval if self.metrics is not None else None)
+                                      self.metrics.approval if self.metrics is not None else None,
+                                      access=self.access)
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals)
         self.ready = False
         self.waiting_for = ["startup"]

@@ -1,5 +1,7 @@
 """``GET /approvals`` and ``POST /approvals/{id}``: the calls waiting for a person, and their
-decisions; with the calls waiting in the KAOS peers this agent delegates to (clients/peer_approvals.py)."""
+decisions; with the calls waiting in the KAOS peers this agent delegates to (clients/peer_approvals.py),
+asked on behalf of the caller. Who sees and decides what: ``ApprovalGate.visible`` and ``decide``
+(a refusal is a 403 that says why)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...approvals import AlreadySettled, UnknownApproval
-from ...clients.peer_approvals import DECIDED_BY_HEADER, HOPS_HEADER, PeerApprovals
-from ...core.budget import caller_of
+from ...approvals import AlreadySettled, NotAllowed, UnknownApproval
+from ...clients.peer_approvals import HOPS_HEADER, PeerApprovals
+from ...core.auth import acting_of
 from ...protocols.approval_request import parse_decision, parse_hops, parse_status
 from ..responses import json_response
 from ..runtime import Runtime
@@ -28,19 +30,19 @@ def router(runtime: Runtime) -> APIRouter:
         hops = parse_hops(request.headers.get(HOPS_HEADER))
         return hops if peers.peers and hops < config.max_delegation_depth else None
 
-    def decider(request: Request) -> str:
-        """The caller; for a decision a coordinator passes on, the person it came from too."""
-        caller, relayed = caller_of(request)[0], request.headers.get(DECIDED_BY_HEADER, "").strip()
-        return f"{relayed[:200]} via {caller}" if relayed else caller
-
     async def listing(request: Request) -> Response:
         status = parse_status(request.query_params.get("status"))
         session_id = request.query_params.get("session_id") or None
+        who = acting_of(request)
+        try:
+            visible = await gate.visible(who)
+        except NotAllowed as refused:
+            return json_response({"detail": str(refused)}, 403)
         now = time.time()
-        views = [approval.view(now) for approval in await gate.store.all()]
+        views = [approval.view(now) for approval in visible]
         hops = nested(request)
         if hops is not None:
-            views += await peers.listing(status, hops)
+            views += await peers.listing(status, hops, who.text)
         views = [view for view in views if (session_id is None or view.get("session_id") == session_id)
                  and (status == "all" or view.get("status") == status)]
         return json_response({"agent": config.name, "approvals": views, "total": len(views)})
@@ -49,11 +51,14 @@ def router(runtime: Runtime) -> APIRouter:
         approval_id = request.path_params["approval_id"]
         body = await read_body(request, config.max_body_bytes)
         decision = parse_decision(body)
+        who = acting_of(request)
         try:
-            approval = await gate.decide(approval_id, decision.decision, decider(request), decision.reason)
+            approval = await gate.decide(approval_id, decision.decision, who, decision.reason)
+        except NotAllowed as refused:
+            return json_response({"detail": str(refused)}, 403)
         except UnknownApproval:
             hops = nested(request)
-            answered = await peers.decide(approval_id, body, decider(request), hops) if hops is not None else None
+            answered = await peers.decide(approval_id, body, who.text, hops) if hops is not None else None
             if answered is not None:
                 return json_response(answered[1], answered[0])
             return json_response({"detail": f"no approval {approval_id!r} on agent {config.name} "

@@ -11,9 +11,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...clients.peers import DEPTH_HEADER
+from ...core.auth import acting_of
 from ...core.budget import caller_of
 from ...loop.agent import LoopRequest
 from ...memory import new_session_id
+from ...memory.ownership import no_session
 from ...protocols import openai_format
 from ...protocols.chat_plain import PlainChat
 from ...protocols.chat_request import (
@@ -54,11 +56,14 @@ def router(runtime: Runtime) -> APIRouter:
         depth = parse_depth(request.headers.get(DEPTH_HEADER))
         given = parse_session_header(request.headers.get(SESSION_HEADER), SESSION_HEADER) or body.session_id
         session_id = given or new_session_id()
+        acting = acting_of(request)
+        if not await runtime.sessions.enter(session_id, acting):  # another's: as if there were none
+            return json_response({"detail": no_session(session_id)}, 404)
         callers = caller_of(request)
         await runtime.budget.enter(session_id, callers)  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
-                                   continued=given is not None, caller=callers[0],
+                                   continued=given is not None, caller=acting.text,
                                    max_steps=parse_bound(request.headers.get(MAX_STEPS_HEADER), MAX_STEPS_HEADER),
                                    max_tokens=parse_bound(request.headers.get(MAX_TOKENS_HEADER), MAX_TOKENS_HEADER))
 

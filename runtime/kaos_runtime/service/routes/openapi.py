@@ -3,7 +3,8 @@
 The handlers are plain routes that validate by hand (docs/runtime.md, "Performance"), so
 FastAPI cannot derive their schemas; this module writes them: request and response bodies of
 chat completions (the JSON answer and the SSE stream), models, memory, health, readiness,
-the cards and metrics, and the error bodies the handlers return (400, 401, 413, 429, 503).
+the cards and metrics, and the error bodies the handlers return (400, 401, 413, 429, 503; with
+authentication also 403 and 404, where the ownership rules refuse: docs/runtime.md, "Sessions").
 The document is built and encoded once, when the app is created; a request for it sends
 those bytes. ``tests/runtime/test_openapi.py`` runs schemathesis against a real agent with it.
 
@@ -84,10 +85,10 @@ def _approval() -> dict:
         id=_string(), tool=_string("The tool, or `delegate` for a delegation to a peer."),
         arguments={"type": "object"}, session_id=_string(), status={"enum": list(LISTED[1:])},
         requested_at=time_, expires_at=time_, decided_at=_nullable(time_),
-        decided_by=_nullable(_string("The caller who decided (`key:<n>`, `jwt:<sub>`, `anonymous`); null when "
-                                     "pending or expired.")),
+        decided_by=_nullable(_string("The principal who decided (`key:<n>`, `jwt:<sub>`, `key:3 via key:1` for a "
+                                     "coordinator's caller, `anonymous`); null when pending or expired.")),
         reason=_string(), agent=_string("The agent whose call waits."), step={"type": "integer"},
-        requester=_string("Who asked for the run."),
+        requester=_string("The principal the run acts for (with authentication, it may not decide the call)."),
         peer=_string("On an entry from a peer (delegation): the peer's name; decide it here as any other."))
 
 
@@ -325,7 +326,20 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
                 else:
                     operation["security"] = [{"bearer": []}]
                     operation["responses"]["401"] = unauthorized
+        _refusals(paths)
     return document
+
+
+def _refusals(paths: dict) -> None:
+    """What the ownership and approver rules answer, with authentication on (core/principal.py)."""
+    another = "Another caller's session, or none with this id: the same answer."
+    paths["/v1/chat/completions"]["post"]["responses"]["404"] = _error(another)
+    paths["/memory/events"]["get"]["responses"]["404"] = _error(f"`session_id`: {another}")
+    paths["/approvals"]["get"]["responses"]["403"] = _error(
+        "An anonymous caller relayed by a coordinator without authentication may not list approvals.")
+    paths["/approvals/{approval_id}"]["post"]["responses"]["403"] = _error(
+        "The caller may not decide this call: it asked for it, it is not one of the approvers "
+        "(TOOL_APPROVAL_APPROVERS), or it is anonymous; the detail says which.")
 
 
 def mount(app: "FastAPI", runtime, auth: bool) -> None:

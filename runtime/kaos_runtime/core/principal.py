@@ -1,0 +1,179 @@
+"""Who a request acts for, and what that principal may read and decide (pure; docs/runtime.md,
+"Authentication" and "Ownership").
+
+A principal's text is the person a request acts for, as this agent knows them, followed for a
+delegated request by each principal it came through, ``" via "`` between them:
+
+- ``key:<n>``: the n-th of the agent's API keys (``AUTH_API_KEYS``);
+- ``jwt:<sub>``: a JWT of the OIDC issuer, by its subject;
+- ``anonymous``: nobody authenticated (an open agent's caller, or an open coordinator's);
+- ``key:3 via key:1``: the coordinator's caller ``key:3`` (a key of the coordinator), relayed by
+  the coordinator that authenticated here with this agent's ``key:1``; a chain A -> B -> C
+  reaches C as ``key:3 via key:1 via key:7``.
+
+An element is ``anonymous`` or ``<kind>:<name>``; a name never holds white space, ``,``, ``;`` or
+``%`` unescaped (``element`` percent-encodes them), so a principal's text is one entry of a comma
+list and one value of the on-behalf-of header. Issue 29 adds kinds (``user:<sub>`` with its
+groups, ``group:<name>`` entries) to the same grammar; ``matches`` is the one place entries meet
+principals.
+
+The on-behalf-of header ``X-KAOS-On-Behalf-Of: <principal>;t=<unix seconds>;sig=<hex>`` carries
+the person through a delegation: ``sig`` is HMAC-SHA256, keyed with the bearer credential the
+delegation authenticates with, over ``<principal>\\n<t>\\n<target agent>``. A peer trusts it only
+from a request that credential authenticated, within ``ON_BEHALF_WINDOW_SECONDS`` of ``t``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from urllib.parse import quote
+
+ANONYMOUS = "anonymous"
+VIA = " via "
+ON_BEHALF_HEADER = "X-KAOS-On-Behalf-Of"
+ON_BEHALF_WINDOW_SECONDS = 60  # how far from the peer's clock a signature's time may be
+MAX_PRINCIPAL_CHARS = 1024  # longer texts are not principals (a header, a chain of hops)
+_ELEMENT = re.compile(r"anonymous|[a-z][a-z0-9-]*:[!-~]+")  # and no `,` or `;`
+_ESCAPED = re.compile(r"[^!-~]|[,;%]")
+# What an entry of AUTH_ADMINS or TOOL_APPROVAL_APPROVERS names, each element (the CRD's pattern too).
+_ENTRY_ELEMENT = re.compile(r"key:[1-9][0-9]*|jwt:[!-+\--:<-~]+")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The person a request acts for (``id``), how this agent authenticated the request
+    (``method``: ``key``, ``jwt``, or ``none`` for an open agent, whose callers' words are not
+    verified), and who relayed the person, first hop first (``via``: the last one is the
+    principal this agent authenticated)."""
+
+    id: str = ANONYMOUS
+    method: str = "none"
+    via: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """What memory, approvals and logs record: ``key:3 via key:1``."""
+        return VIA.join((self.id, *self.via))
+
+    @property
+    def anonymous(self) -> bool:
+        return self.id == ANONYMOUS
+
+
+def element(kind: str, name: str) -> str:
+    """``<kind>:<name>`` with what a principal's text cannot hold percent-encoded."""
+    return f"{kind}:{_ESCAPED.sub(lambda match: quote(match.group(), safe=''), name)}"
+
+
+def parse(text: str) -> Principal | None:
+    """The principal a text names (its method unknown: ``none``); None when it is not one."""
+    if not text or len(text) > MAX_PRINCIPAL_CHARS:
+        return None
+    parts = text.split(VIA)
+    if not all(_ELEMENT.fullmatch(part) and "," not in part and ";" not in part for part in parts):
+        return None
+    return Principal(parts[0], "none", tuple(parts[1:]))
+
+
+def entries(value: str, variable: str) -> tuple[str, ...]:
+    """A comma list of principals (``AUTH_ADMINS``, ``TOOL_APPROVAL_APPROVERS``), each once;
+    ValueError naming ``variable`` and the wrong entry."""
+    found = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    for entry in found:
+        if len(entry) > MAX_PRINCIPAL_CHARS or not all(map(_ENTRY_ELEMENT.fullmatch, entry.split(VIA))):
+            raise ValueError(f"{variable}: {entry!r} is not a principal (key:<n>, jwt:<sub>, or "
+                             "<principal> via <principal> for a caller relayed by a coordinator)")
+    return found
+
+
+def matches(entry: str, who: Principal) -> bool:
+    """Whether a listed principal (an admin, an approver) is ``who``: the same text, person and
+    route (``key:3 via key:1`` is not this agent's own ``key:3``)."""
+    return entry == who.text
+
+
+@dataclass(frozen=True)
+class Access:
+    """The rules of one agent. ``enabled``: authentication is on (``AUTH_API_KEYS`` or OIDC);
+    off, every caller is anonymous and may read and decide everything. ``admins`` may read every
+    session, memory event and approval (``AUTH_ADMINS``). ``approvers``, when listed, are the only
+    principals that may decide (``TOOL_APPROVAL_APPROVERS``)."""
+
+    enabled: bool = False
+    admins: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+
+    def owner(self, who: Principal) -> str:
+        """Whom a session or task ``who`` starts belongs to: ``who`` with authentication; without
+        it, everyone (``anonymous``), so every caller shares it."""
+        return who.text if self.enabled else ANONYMOUS
+
+    def is_admin(self, who: Principal) -> bool:
+        return self.enabled and not who.anonymous and any(matches(entry, who) for entry in self.admins)
+
+    def may_read(self, who: Principal, owner: str) -> bool:
+        """A session (and its events, its A2A tasks) owned by ``owner``."""
+        return not self.enabled or owner == who.text or self.is_admin(who)
+
+    def may_list_approvals(self, who: Principal) -> str | None:
+        """None when ``who`` may list approvals at all; else why not (a 403's detail)."""
+        if self.enabled and who.anonymous:
+            return (f"{who.text}: an anonymous caller (relayed by a coordinator without authentication) "
+                    "can neither list nor decide approvals on an agent with authentication")
+        return None
+
+    def may_decide(self, who: Principal, requester: str) -> str | None:
+        """None when ``who`` may decide a call ``requester`` asked for; else why not (a 403's detail)."""
+        if not self.enabled:
+            return None
+        refused = self.may_list_approvals(who)
+        if refused is not None:
+            return refused
+        if requester == who.text:
+            return (f"{who.text} asked for this call: with authentication on, the requester of a call "
+                    "cannot decide it; another principal must")
+        if self.approvers and not any(matches(entry, who) for entry in self.approvers):
+            return (f"{who.text} may not decide approvals here: it is not one of the approvers "
+                    "(spec.approval.approvers, TOOL_APPROVAL_APPROVERS)")
+        return None
+
+    def may_see_approval(self, who: Principal, requester: str) -> bool:
+        """An approval shows to its requester (their session's), to those who may decide it, to admins."""
+        return (not self.enabled or requester == who.text or self.is_admin(who)
+                or self.may_decide(who, requester) is None)
+
+
+def _signature(person: str, at: int, target: str, credential: str) -> str:
+    message = f"{person}\n{at}\n{target}".encode()
+    return hmac.new(credential.encode(), message, hashlib.sha256).hexdigest()
+
+
+def sign_on_behalf(person: str, credential: str, target: str, now: float) -> str:
+    """The on-behalf-of header's value for a request to the agent ``target`` that authenticates
+    with ``credential``."""
+    at = int(now)
+    return f"{person};t={at};sig={_signature(person, at, target, credential)}"
+
+
+def verify_on_behalf(value: str, credential: str, target: str, now: float) -> str | None:
+    """The person a header's value names, when it is signed with ``credential`` for ``target``
+    and recent; None otherwise (a header that fails any check is ignored, never trusted)."""
+    person, _, rest = value.strip().partition(";t=")
+    at, _, signature = rest.partition(";sig=")
+    if not (credential and at.isascii() and at.isdigit() and len(at) <= 12 and parse(person) is not None):
+        return None
+    if abs(now - int(at)) > ON_BEHALF_WINDOW_SECONDS:
+        return None
+    if not hmac.compare_digest(signature.encode(), _signature(person, int(at), target, credential).encode()):
+        return None
+    return person
+
+
+def relayed(person: str, by: str, method: str) -> Principal:
+    """The principal a verified on-behalf-of makes: ``person`` via ``by``, the principal this
+    agent authenticated (``method``)."""
+    named = parse(person) or Principal()
+    return Principal(named.id, method, (*named.via, by))
