@@ -151,7 +151,8 @@ def test_oversized_chunked_body_is_refused(agent):
         for _ in range(10):
             yield b"x" * 1000
 
-    reply = httpx.post(agent.url + "/v1/chat/completions", content=chunks())
+    reply = httpx.post(agent.url + "/v1/chat/completions", content=chunks(),
+                       headers={"Content-Type": "application/json"})
     assert reply.status_code == 413
 
 

@@ -3,7 +3,7 @@
 The handlers are plain routes that validate by hand (docs/runtime.md, "Performance"), so
 FastAPI cannot derive their schemas; this module writes them: request and response bodies of
 chat completions (the JSON answer and the SSE stream), models, memory, health, readiness,
-the cards and metrics, and the error bodies the handlers return (400, 401, 413, 429, 503).
+the cards and metrics, and the error bodies the handlers and the request guard return (400, 401, 403, 413, 415, 429, 503).
 The document is built and encoded once, when the app is created; a request for it sends
 those bytes. ``tests/runtime/test_openapi.py`` runs schemathesis against a real agent with it.
 
@@ -73,6 +73,12 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying aga
 SESSION_OUT = {SESSION_HEADER: {"description": "The session of this exchange.", "schema": _string()}}
 MEMORY_DOWN = _json(_ref("UnavailableError"), "The memory backend (Redis) cannot be reached; try again shortly.",
                     RETRY_AFTER)
+# What core/request_guard.py answers to a write before the route sees it.
+WRITE_REFUSALS = {
+    "403": _error("A browser's request from another site (`Sec-Fetch-Site` other than same-origin or none, or an "
+                  "`Origin` whose host is not the one the client reached)."),
+    "415": _error("The `Content-Type` is not `application/json`."),
+}
 
 
 def _approval() -> dict:
@@ -209,7 +215,8 @@ def _operations(config) -> dict:
                         "text/event-stream": {"schema": _ref("ChatStreamEvent")}},
         },
         "400": _error("Malformed JSON, a body that is not an object, bad `messages`, wrong types, "
-                      f"a malformed {SESSION_HEADER} or {DEPTH_HEADER} header."),
+                      f"a malformed {SESSION_HEADER}, {DEPTH_HEADER} or other KAOS header."),
+        **WRITE_REFUSALS,
         "413": _error(f"The body is larger than {config.max_body_bytes} bytes (MAX_REQUEST_BODY_BYTES)."),
         "429": _json(_ref("BudgetError"), "A token budget is spent.", RETRY_AFTER),
         "503": MEMORY_DOWN,
@@ -263,7 +270,8 @@ def _operations(config) -> dict:
             "parameters": [{"name": "approval_id", "in": "path", "required": True, "schema": _string()}],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Decision")}}},
             "responses": {"200": _json(_ref("Approval"), "The approval as decided."),
-                          "400": _error("A body that is not a decision."),
+                          "400": _error("A body that is not a decision, or a malformed KAOS header."),
+                          **WRITE_REFUSALS,
                           "404": _error("No approval with this id."),
                           "409": _json(_ref("ApprovalConflict"), "Already decided, or expired."),
                           "413": _error(f"The body is larger than {config.max_body_bytes} bytes "
