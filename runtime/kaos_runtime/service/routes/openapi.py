@@ -97,6 +97,9 @@ def _approval() -> dict:
         peer=_string("On an entry from a peer (delegation): the peer's name; decide it here as any other."))
 
 
+AGENT_MODEL = _string("The agent's name (AGENT_NAME), as `/v1/models` lists it, whatever the request named.")
+
+
 def _schemas() -> dict:
     usage = _object(("prompt_tokens", "completion_tokens", "total_tokens"),
                     "Tokens of every model call the request made, as the model API reported them.",
@@ -114,7 +117,7 @@ def _schemas() -> dict:
         "An OpenAI chat completions request; other OpenAI fields are accepted and ignored.",
         messages={"type": "array", "minItems": 1, "items": _ref("ChatMessage"), "contains": prompt,
                   "description": "At least one `user` (or `task-delegation`) message."},
-        model=_nullable(_string("Echoed back; the agent always uses its own model.")),
+        model=_nullable(_string("Ignored: the agent uses its own model, and the answer names the agent.")),
         stream=_nullable({"type": "boolean"}),
         stream_options=_nullable(_object(include_usage=_nullable({"type": "boolean"}))),
         session_id=_nullable(_string(f"Continue this session (the header {SESSION_HEADER} wins).",
@@ -122,7 +125,7 @@ def _schemas() -> dict:
     )
     completion = _object(
         ("id", "object", "created", "model", "choices", "usage", "session_id"),
-        id=_string(), object={"const": "chat.completion"}, created={"type": "integer"}, model=_string(),
+        id=_string(), object={"const": "chat.completion"}, created={"type": "integer"}, model=AGENT_MODEL,
         choices={"type": "array", "minItems": 1, "maxItems": 1, "items": _object(
             ("index", "message", "finish_reason"), index={"const": 0}, finish_reason={"const": "stop"},
             message=_object(("role", "content"), role={"const": "assistant"}, content=_string()))},
@@ -131,7 +134,7 @@ def _schemas() -> dict:
     chunk = _object(
         ("id", "object", "created", "model", "choices"),
         "One frame of a streamed answer; the usage chunk has no choices.",
-        id=_string(), object={"const": "chat.completion.chunk"}, created={"type": "integer"}, model=_string(),
+        id=_string(), object={"const": "chat.completion.chunk"}, created={"type": "integer"}, model=AGENT_MODEL,
         choices={"type": "array", "maxItems": 1, "items": _object(
             ("index", "delta", "finish_reason"), index={"const": 0},
             delta=_object(role={"const": "assistant"}, content=_string()),
