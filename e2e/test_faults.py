@@ -50,9 +50,11 @@ async def test_killed_worker_coordinator_survives_and_worker_returns(test_namesp
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == "The worker failed; I answered anyway."
     errors = (await memory_events(coord_url, event_type="delegation_error"))["events"]
-    if BACKEND == "cluster" and not errors:
-        # The Deployment's new pod (ready about a second after it starts) can serve before the chat
-        # comes: then the delegation reached it, and the run went on all the same.
+    if not errors:
+        # The new pod or process (ready about a second after it starts) can serve before the chat
+        # comes, or within the 3.1 s the runtime sends again a delegation whose connection was
+        # refused (docs/runtime.md, "At most once"): then the delegation reached it, and the run
+        # went on all the same.
         reached = (await memory_events(coord_url, event_type="delegation_response"))["events"]
         assert reached and "fragile task done" in str(reached[-1]["content"])
     else:

@@ -65,6 +65,19 @@ def test_model_name_is_passed_through_unchanged(agent, mock_model):
     assert sent["messages"][0]["role"] == "system" and sent["messages"][-1] == {"role": "user", "content": "which model"}
 
 
+def test_the_requests_model_is_not_echoed(agent):
+    """A model id the agent does not serve (or any) is not reflected: the answer names the agent."""
+    planted = "<script>alert(1)</script>"
+    for stream in (False, True):
+        reply = chat(agent, "hi", model=planted, stream=stream)
+        assert reply.status_code == 200 and planted not in reply.text and "script" not in reply.text
+        if not stream:
+            assert reply.json()["model"] == "solo"
+    openai_reply = openai.OpenAI(base_url=agent.url + "/v1", api_key="unused").chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
+    assert openai_reply.model == "solo" and openai_reply.choices[0].message.content == "echo: hello"
+
+
 def test_memory_total_limit_and_filters(agent):
     session = "filters-session"
     for index in range(3):
@@ -151,7 +164,8 @@ def test_oversized_chunked_body_is_refused(agent):
         for _ in range(10):
             yield b"x" * 1000
 
-    reply = httpx.post(agent.url + "/v1/chat/completions", content=chunks())
+    reply = httpx.post(agent.url + "/v1/chat/completions", content=chunks(),
+                       headers={"Content-Type": "application/json"})
     assert reply.status_code == 413
 
 

@@ -102,7 +102,8 @@ def test_unknown_and_decided_approvals_and_bad_bodies(agent, mock_model, backgro
     for body in ({"decision": "maybe"}, ["approve"], {"decision": "approve", "reason": 3}):
         refused = httpx.post(f"{agent.url}/approvals/{approval['id']}", json=body, timeout=10)
         assert refused.status_code == 400 and refused.json()["detail"]
-    assert httpx.post(f"{agent.url}/approvals/{approval['id']}", content=b"{", timeout=10).status_code == 400
+    assert httpx.post(f"{agent.url}/approvals/{approval['id']}", content=b"{", timeout=10,
+                      headers={"Content-Type": "application/json"}).status_code == 400
     assert httpx.get(agent.url + "/approvals", params={"status": "nope"}).status_code == 400
     assert decide(agent, approval["id"], "approve").status_code == 200
     again = decide(agent, approval["id"], "reject")

@@ -5,6 +5,8 @@ METRICS_ENABLED=false."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -12,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kaos_runtime.core.metrics import ActiveSessions, Metrics, outcome_of
 from kaos_runtime.core.settings import AgentSettings
 from kaos_runtime.service.app import create_app
+from tests.support.polling import eventually
 from tests.support.redis_server import RedisServer
 
 from .conftest import agent_env, chat
@@ -168,6 +171,31 @@ def test_a2a_and_mcp_requests_are_work_requests(start, mock_model):
     assert endpoints == {"/a2a", "/mcp"}  # the probes, cards and /metrics are not work
     assert samples[("kaos_agent_budget_rejections_total", (("budget", "agent"),))] == 2
     assert samples[("kaos_agent_active_sessions", ())] == 4  # each request its own session, refused ones too
+
+
+async def test_work_whose_client_went_away_is_counted_cancelled(start, mock_model):
+    """A streamed request whose client disconnects mid-stream, and a plain one whose client gives
+    up: each request, and the model call it was waiting on, counts as cancelled, not ok or error."""
+    agent = start("agent", "metrics-cancelled", agent_env("metrics-cancelled", mock_model))
+    mock_model.reset()
+    mock_model.script({"parts": ["Start", " and never finish"], "gate": "never"}, {"content": "late", "gate": "held"})
+    prompt = [{"role": "user", "content": "go"}]
+    async with httpx.AsyncClient(timeout=60) as client:
+        async with client.stream("POST", agent.url + CHAT, json={"model": "x", "stream": True, "messages": prompt}) \
+                as response:
+            async for line in response.aiter_lines():
+                if "Start" in line:
+                    break  # the answer has begun: the client goes away
+        plain = asyncio.create_task(client.post(agent.url + CHAT, json={"model": "x", "messages": prompt}))
+        await eventually(lambda: len(mock_model.streams()) == 2, what="the plain request waiting on its model")
+        plain.cancel()
+        await asyncio.gather(plain, return_exceptions=True)
+    samples = await eventually(lambda: (found := scrape(agent)).get(work(CHAT, "cancelled")) == 2 and found,
+                               what="two cancelled requests")
+    assert work(CHAT, "ok") not in samples and work(CHAT, "bad_request") not in samples
+    calls = {dict(labels)["outcome"]: value for (name, labels), value in samples.items()
+             if name == "kaos_agent_model_calls_total"}
+    assert calls == {"cancelled": 2}
 
 
 def test_a_scrape_answers_while_redis_is_down(start, mock_model, tmp_path):

@@ -87,7 +87,7 @@ def test_the_document_names_the_agent_and_no_security_when_open(document):
     assert "Described by OpenAPI" in document["info"]["description"]
     assert "securitySchemes" not in document["components"]
     chat = document["paths"]["/v1/chat/completions"]["post"]
-    assert set(chat["responses"]) == {"200", "400", "413", "429", "503"}
+    assert set(chat["responses"]) == {"200", "400", "403", "413", "415", "429", "503"}
     assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
 
 

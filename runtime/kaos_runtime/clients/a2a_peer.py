@@ -15,7 +15,8 @@ elsewhere, named by URL in ``agentNetwork.access`` and given to the runtime as `
   official a2a-sdk client, which takes the card's JSON-RPC interface and protocol version
   (``SendMessage`` for 1.0, ``message/send`` for 0.3); blocking, not streamed. The KAOS headers
   (delegation depth, delegating agent, outbound credential, trace context) go with it as HTTP
-  headers. The answer is the completed task's artifacts (or the message the agent answered
+  headers. The message is sent at most once: again only when no connection could be made
+  (connect_retry.py). The answer is the completed task's artifacts (or the message the agent answered
   with); an unreachable agent, an HTTP or JSON-RPC error, a task that ended any other way
   (failed, rejected, canceled, input or auth required) and an answer that is neither task nor
   message are each a DelegationError, the loop's one delegation error path.
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import DelegationError, describe
 from ..core.settings import peer_base_url
+from .connect_retry import RETRY_DELAYS, retry_unsent
 from .http import HttpClient
 
 log = logging.getLogger("kaos_runtime.a2a_peer")
@@ -44,6 +46,19 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 class CardNotFound(DelegationError):
     """HTTP 404 for a card: the next card path may have it."""
+
+
+def not_sent_again() -> str:
+    """What a delegation's error adds when the task may have reached the peer."""
+    return "; the peer may have run the task, so it was not sent again (a delegation is sent at most once)"
+
+
+def _connect_refused(error: BaseException) -> bool:
+    """An a2a-sdk client error for a request that made no connection (nothing was sent)."""
+    from a2a.client.errors import A2AClientError
+    from httpx import ConnectError
+
+    return isinstance(error, A2AClientError) and isinstance(error.__cause__, ConnectError)
 
 
 async def fetch_card(http: HttpClient, url: str, timeout: float) -> dict:
@@ -94,10 +109,11 @@ class A2APeers:
     """The A2A peers of one agent: their cards, their names, delegation to them."""
 
     def __init__(self, urls: tuple[str, ...], http: HttpClient, timeout: float, card_timeout: float,
-                 taken: frozenset[str] = frozenset()) -> None:
+                 taken: frozenset[str] = frozenset(), pause=asyncio.sleep) -> None:
         self._peers = [A2APeer(url) for url in urls]
         self.http = http
         self.timeout = timeout
+        self.pause = pause  # the wait between attempts of a delegation that reached nothing
         self.card_timeout = card_timeout
         self._taken = taken  # the KAOS peers' names
         self._httpx = None
@@ -165,15 +181,25 @@ class A2APeers:
         client = self._client(peer, where)
         request = SendMessageRequest(message=new_text_message(task, role=Role.ROLE_USER))
         context = ClientCallContext(service_parameters=headers, timeout=self.timeout or None)
-        answer = None
-        try:
+
+        async def send():
+            answer = None
             async for answer in client.send_message(request, context=context):
                 pass
+            return answer
+
+        try:
+            answer = await retry_unsent(send, _connect_refused, where, self.pause)
         except A2AClientTimeoutError as error:
-            raise DelegationError(f"no answer from {where} within {self.timeout:g}s (PEER_TIMEOUT_SECONDS)") from error
+            raise DelegationError(f"no answer from {where} within {self.timeout:g}s (PEER_TIMEOUT_SECONDS)"
+                                  + not_sent_again()) from error
         except A2AClientError as error:
+            if _connect_refused(error):
+                raise DelegationError(f"cannot reach {where}: {describe(error.__cause__)} "
+                                      f"({len(RETRY_DELAYS) + 1} attempts)") from error
             if isinstance(error.__cause__, RequestError):
-                raise DelegationError(f"cannot reach {where}: {describe(error.__cause__)}") from error
+                raise DelegationError(f"the connection to {where} failed: {describe(error.__cause__)}"
+                                      + not_sent_again()) from error
             raise DelegationError(f"{where} failed: {describe(error)}") from error
         except A2AError as error:  # a JSON-RPC error the agent answered with
             raise DelegationError(f"{where} answered with an error: {describe(error)}") from error

@@ -22,6 +22,14 @@ class HttpClient:
         async with self._client().request(method, url, data=body, headers=headers, timeout=limit) as response:
             return response.status, await response.read()
 
+    @staticmethod
+    def unsent(error: BaseException) -> bool:
+        """Whether a request failed before anything of it was sent: no connection could be made
+        (refused, a name that does not resolve, ...)."""
+        import aiohttp
+
+        return isinstance(error, aiohttp.ClientConnectorError)
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()

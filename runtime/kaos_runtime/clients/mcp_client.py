@@ -4,6 +4,14 @@ Opening an MCP client costs tens of milliseconds, so each server gets one long-l
 session, held open by a background task and shared by all requests; a failed call drops it
 and the next call reconnects (servers may restart or start after the agent).
 
+A tool call runs at most once (connect_retry.py): a call that may have reached the server is
+never sent again, whatever went wrong after (the connection dropped, no answer in time); its
+error says so. Only a call whose every HTTP request failed to connect (the server refusing
+connections, a name not resolving yet), or whose session could not be opened that way, is
+tried again, a few times within seconds. What each HTTP request of a call met is noted by the
+session's transport (``_NotingTransport``) on the call's ``_Attempt``, which it finds in the
+context the SDK sends the call's requests in.
+
 A server with a token (``MCP_SERVER_<NAME>_TOKEN``) is sent ``Authorization: Bearer <token>``
 on every request; a refusal (HTTP 401/403, which the SDK reports only as "an error response")
 is named in the error.
@@ -13,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextvars import ContextVar
 
 from ..core.errors import describe
 from ..core.settings import McpServer
+from .connect_retry import RETRY_DELAYS, retry_unsent
 from .refresh import Refresher
 
 log = logging.getLogger("kaos_runtime.mcp")
@@ -25,6 +35,60 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 
 class ToolError(Exception):
     """A tool could not be run; the message says why."""
+
+
+class _Attempt:
+    """One try at a call (or at opening a session): whether one of its HTTP requests failed to
+    connect, and whether one may have reached the server."""
+
+    __slots__ = ("refused", "reached")
+
+    def __init__(self) -> None:
+        self.refused = False
+        self.reached = False
+
+    @property
+    def nothing_sent(self) -> bool:
+        return self.refused and not self.reached
+
+
+class _Unsent(Exception):
+    """An attempt none of whose requests reached the server: it may be made again."""
+
+
+class _MayHaveRun(Exception):
+    """An attempt whose call may have reached the server: never made again."""
+
+
+_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("kaos_mcp_attempt", default=None)
+
+
+def _noting_transport(inner):
+    """``inner`` (the SDK's HTTP transport) noting on the current ``_Attempt`` what each request
+    met: a failed connect (nothing sent), or anything else (it may have reached the server)."""
+    import httpx2
+
+    class _NotingTransport(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request):
+            attempt = _ATTEMPT.get()
+            try:
+                response = await inner.handle_async_request(request)
+            except (httpx2.ConnectError, httpx2.ConnectTimeout):
+                if attempt is not None:
+                    attempt.refused = True
+                raise
+            except BaseException:
+                if attempt is not None:
+                    attempt.reached = True
+                raise
+            if attempt is not None:
+                attempt.reached = True
+            return response
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return _NotingTransport()
 
 
 def result_text(result) -> str:
@@ -47,9 +111,10 @@ def _annotations(tool) -> dict:
 
 
 class McpConnection:
-    def __init__(self, server: McpServer, timeout: float) -> None:
+    def __init__(self, server: McpServer, timeout: float, pause=asyncio.sleep) -> None:
         self.server = server
         self.timeout = timeout or None
+        self.pause = pause  # the wait between attempts of a call that reached nothing
         self._client = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
@@ -73,12 +138,15 @@ class McpConnection:
         self._stop = stop
 
     def _http_client(self):
-        """The HTTP client of a session: the MCP SDK's defaults, the server's token, and a hook
-        that notes refusals (the SDK turns them into a bare JSON-RPC error)."""
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        """The HTTP client of a session: the MCP SDK's defaults, the server's token, a hook that
+        notes refusals (the SDK turns them into a bare JSON-RPC error), and a transport that notes
+        what each request met (``_noting_transport``)."""
+        import httpx2
+        from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
         headers = {"Authorization": f"Bearer {self.server.token}"} if self.server.token else None
-        http = create_mcp_http_client(headers=headers)
+        http = httpx2.AsyncClient(headers=headers, transport=_noting_transport(httpx2.AsyncHTTPTransport()),
+                                  timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
 
         async def note_refusal(response) -> None:
             if response.status_code in (401, 403):
@@ -125,9 +193,13 @@ class McpConnection:
         self._client = None
         self._stop = None
 
-    async def _request(self, call):
-        """Run `call(client)`, reconnecting once if the held session has gone bad (never after
-        a timeout: the server may still be running the call)."""
+    def _failed(self, error: BaseException, why: str = "") -> ToolError:
+        text = str(error) if isinstance(error, ToolError) else self._describe(error)  # a session not opened
+        return ToolError(f"MCP server {self.server.name} ({self.server.url}): {text}{why}")
+
+    async def _listing(self, call):
+        """Run `call(client)`, a request that may run twice (tools/list): again on a new session
+        once if the held one has gone bad (never after a timeout)."""
         for attempt in (1, 2):
             try:
                 client = await self._connected()
@@ -135,11 +207,49 @@ class McpConnection:
             except Exception as error:
                 self.drop()
                 if attempt == 2 or isinstance(error, asyncio.TimeoutError):
-                    raise ToolError(f"MCP server {self.server.name} ({self.server.url}): "
-                                    f"{self._describe(error)}") from error
+                    raise self._failed(error) from error
+
+    async def _at_most_once(self, call):
+        """Run `call(client)` (a tool call) at most once: tried again only while neither opening
+        the session nor the call reached the server (connect_retry.py)."""
+
+        async def attempt():
+            opening = _Attempt()
+            token = _ATTEMPT.set(opening)  # the session's tasks start in this context: its requests
+            try:
+                client = await self._connected()
+            except Exception as error:
+                self.drop()
+                raise (_Unsent(error) if opening.nothing_sent else error)
+            finally:
+                _ATTEMPT.reset(token)
+            sending = _Attempt()
+            token = _ATTEMPT.set(sending)  # the SDK sends the call's requests in this context
+            try:
+                return await asyncio.wait_for(call(client), self.timeout)
+            except Exception as error:
+                self.drop()
+                raise (_Unsent(error) if sending.nothing_sent else _MayHaveRun(error))
+            finally:
+                _ATTEMPT.reset(token)
+
+        try:
+            return await retry_unsent(attempt, lambda error: isinstance(error, _Unsent),
+                                      f"MCP server {self.server.name}", self.pause)
+        except _Unsent as error:
+            raise self._failed(error.args[0], f" ({len(RETRY_DELAYS) + 1} attempts, none reached the server)") \
+                from error.args[0]
+        except _MayHaveRun as error:
+            cause = error.args[0]
+            why = (f": no answer within {self.timeout:g}s (TOOL_TIMEOUT_SECONDS)"
+                   if isinstance(cause, asyncio.TimeoutError) else "")
+            raise self._failed(cause, why + "; the call may have run on the server, so it was not "
+                                            "sent again (a tool call runs at most once)") from cause
+        except Exception as error:  # opening the session failed after reaching the server (401, ...)
+            raise self._failed(error) from error
 
     async def list_tools(self) -> list[dict]:
-        result = await self._request(lambda client: client.list_tools())
+        result = await self._listing(lambda client: client.list_tools())
         return [
             {"name": tool.name, "description": tool.description or "", "inputSchema": tool.input_schema or {},
              "annotations": _annotations(tool)}
@@ -147,7 +257,7 @@ class McpConnection:
         ]
 
     async def call_tool(self, name: str, arguments: dict) -> tuple[str, bool]:
-        result = await self._request(lambda client: client.call_tool(name, arguments))
+        result = await self._at_most_once(lambda client: client.call_tool(name, arguments))
         return result_text(result), bool(result.is_error)
 
 

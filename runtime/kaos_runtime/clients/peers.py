@@ -2,7 +2,8 @@
 
 A KAOS peer, named in ``PEER_AGENTS``, is delegated to here: the context and the task POSTed to
 its ``/v1/chat/completions``. A peer named by URL (``A2A_PEER_URLS``) is an A2A agent, delegated
-to over A2A by a2a_peer.py. The loop sees one directory of names either way.
+to over A2A by a2a_peer.py. The loop sees one directory of names either way. A delegation is
+sent at most once: again only when no connection could be made (connect_retry.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import logging
 
 from ..core.errors import DelegationError, describe
 from ..core.settings import Peer
-from .a2a_peer import A2APeer, A2APeers, fetch_card
+from .a2a_peer import A2APeer, A2APeers, fetch_card, not_sent_again
+from .connect_retry import RETRY_DELAYS, retry_unsent
 from .http import HttpClient
 from .refresh import Refresher
 
@@ -27,11 +29,12 @@ CARD_TIMEOUT_SECONDS = 5.0
 
 class PeerDirectory:
     def __init__(self, peers: tuple[Peer, ...], http: HttpClient, timeout: float,
-                 a2a_urls: tuple[str, ...] = ()) -> None:
+                 a2a_urls: tuple[str, ...] = (), pause=asyncio.sleep) -> None:
         self.named = {peer.name: peer for peer in peers}
-        self.a2a = A2APeers(a2a_urls, http, timeout, CARD_TIMEOUT_SECONDS, taken=frozenset(self.named))
+        self.a2a = A2APeers(a2a_urls, http, timeout, CARD_TIMEOUT_SECONDS, taken=frozenset(self.named), pause=pause)
         self.http = http
         self.timeout = timeout
+        self.pause = pause  # the wait between attempts of a delegation that reached nothing
         self._cards: dict[str, dict] = {}
         self._refresher = Refresher(self._fetch_missing_cards)
 
@@ -84,11 +87,21 @@ class PeerDirectory:
         url = peer.base_url + "/v1/chat/completions"
         payload = {"model": peer.name, "messages": messages, "stream": False}
         headers["Content-Type"] = "application/json"
+        body = json.dumps(payload).encode()
         try:
-            status, body = await self.http.request("POST", url, body=json.dumps(payload).encode(),
-                                                   headers=headers, timeout=self.timeout)
+            status, body = await retry_unsent(
+                lambda: self.http.request("POST", url, body=body, headers=headers, timeout=self.timeout),
+                self.http.unsent, f"delegation to {peer.name}", self.pause)
         except Exception as error:
-            raise DelegationError(f"cannot reach agent {peer.name} at {peer.base_url}: {describe(error)}") from error
+            where = f"agent {peer.name} at {peer.base_url}"
+            if self.http.unsent(error):
+                raise DelegationError(f"cannot reach {where}: {describe(error)} "
+                                      f"({len(RETRY_DELAYS) + 1} attempts)") from error
+            if isinstance(error, TimeoutError):
+                raise DelegationError(f"no answer from {where} within {self.timeout:g}s (PEER_TIMEOUT_SECONDS)"
+                                      + not_sent_again()) from error
+            raise DelegationError(f"the connection to {where} failed: {describe(error)}" + not_sent_again()) \
+                from error
         if status != 200:
             raise DelegationError(f"agent {peer.name} answered HTTP {status}: {body[:300].decode(errors='replace')}")
         try:

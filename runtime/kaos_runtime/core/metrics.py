@@ -14,7 +14,10 @@ entries instead of prometheus_client's locked per-child values, which cost sever
 per update (benchmarks/operating_bench.py measures what metrics, a budget and auth add).
 
 A handler whose status line (200) was sent before it knew the outcome (a stream that meets a
-spent budget, an A2A task or MCP call that a budget refuses) says it with ``set_outcome``.
+spent budget, an A2A task or MCP call that a budget refuses, a client that went away mid-stream)
+says it with ``set_outcome``. Work cancelled because its client went away (a request, and the
+model calls, tool calls and delegations it had started) counts as ``cancelled``, neither ``ok``
+nor ``error``.
 
 Names follow Prometheus conventions (base units in the name, ``_total`` counters) and the
 OpenTelemetry GenAI semantic conventions where they define one (``gen_ai.client.*``, with the
@@ -24,6 +27,7 @@ them). docs/runtime.md lists every metric.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from bisect import bisect_left
 from collections import OrderedDict
@@ -48,7 +52,7 @@ SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 APPROVAL_SECONDS = (0.1, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 # The OpenTelemetry GenAI buckets of gen_ai.client.token.usage.
 TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
-OK, ERROR, BUDGET_EXCEEDED = "ok", "error", "budget_exceeded"
+OK, ERROR, BUDGET_EXCEEDED, CANCELLED = "ok", "error", "budget_exceeded", "cancelled"
 # kaos_agent_active_sessions: sessions this process worked on within this many seconds,
 # tracking at most ACTIVE_SESSIONS_MAX of them (the gauge then reads that many).
 ACTIVE_SESSION_SECONDS = 300
@@ -217,6 +221,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+def _failure(error: BaseException) -> str:
+    """The outcome of a call that raised: cancelled (its request's client went away), else error."""
+    return CANCELLED if isinstance(error, asyncio.CancelledError) else ERROR
+
+
 class _Metered(Forwarding):
     """Behaves as the wrapped object; the subclass overrides the calls it counts."""
 
@@ -236,8 +245,8 @@ class MeteredModel(_Metered):
         started = time.perf_counter()
         try:
             reply = await self._inner.complete(*args, **kwargs)
-        except BaseException:
-            self._metrics.model_call(self._model_name, ERROR, time.perf_counter() - started, None)
+        except BaseException as error:
+            self._metrics.model_call(self._model_name, _failure(error), time.perf_counter() - started, None)
             raise
         self._metrics.model_call(self._model_name, OK, time.perf_counter() - started, reply.usage)
         return reply
@@ -251,6 +260,9 @@ class MeteredModel(_Metered):
                         usage = delta.usage
                     yield delta
             outcome = OK
+        except asyncio.CancelledError:
+            outcome = CANCELLED
+            raise
         finally:
             self._metrics.model_call(self._model_name, outcome, time.perf_counter() - started, usage)
 
@@ -265,6 +277,9 @@ class MeteredTools(_Metered):
             result = await self._inner.call(tool, arguments)
             outcome = OK
             return result
+        except asyncio.CancelledError:
+            outcome = CANCELLED
+            raise
         finally:
             label = tool if tool in self._inner._owner else UNKNOWN_TOOL
             self._metrics.tool_call(label, outcome, time.perf_counter() - started)
@@ -280,6 +295,9 @@ class MeteredPeers(_Metered):
             response = await self._inner.delegate(peer, *args, **kwargs)
             outcome = OK
             return response
+        except asyncio.CancelledError:
+            outcome = CANCELLED
+            raise
         finally:
             self._metrics.delegation(peer.name, outcome, time.perf_counter() - started)
 

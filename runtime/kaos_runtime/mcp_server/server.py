@@ -2,6 +2,7 @@
 
 With API keys or an OIDC issuer configured (``AUTH_*``, as for agents), the MCP endpoint needs
 ``Authorization: Bearer <token>`` (kaos_runtime/core/auth.py); ``GET /health`` stays open.
+Whatever the auth, a POST must be JSON and not come from another site's page (core/request_guard.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..core.auth import BearerAuth, Verifier
+from ..core.request_guard import RequestGuard
 from ..core.settings import AuthSettings
 from ..protocols.mcp_http import NoGetStream
 from .python_string_tools import ToolsSourceError, load_tools
@@ -84,14 +86,18 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", a
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "healthy", "name": name, "tools": names})
 
-    app = NoGetStream(server.streamable_http_app(
+    starlette_app = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=True,
         json_response=True,
         # Agents reach the server by its Service name or through the gateway, not only as localhost.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    ), path)
+    )
+    app = NoGetStream(starlette_app, path)
     verifier = Verifier(auth or AuthSettings())
     if verifier.enabled:
         log.info("bearer authentication on: %s needs a token (GET /health stays open)", path)
-    return BearerAuth(app, verifier, exempt=EXEMPT_PATHS)
+    # The SDK checks neither Origin nor Sec-Fetch-Site with DNS rebinding protection off, and
+    # answers a POST that is not JSON with 400: the guard refuses both first (its body bound is the
+    # SDK's own, 4 MiB).
+    return RequestGuard(BearerAuth(app, verifier, exempt=EXEMPT_PATHS), router=starlette_app.router)

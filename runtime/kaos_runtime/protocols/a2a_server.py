@@ -46,7 +46,7 @@ from ..core.metrics import BUDGET_EXCEEDED, set_outcome
 from ..core.principal import Principal
 from ..loop.agent import LoopRequest
 from ..memory.ownership import no_session
-from .chat_request import parse_depth
+from .chat_request import SESSION_ID_RULE, is_session_id, parse_depth
 from .public_url import public_base_url
 from .waiting_run import WaitingRun, decision_of, waiting_text
 
@@ -165,6 +165,10 @@ def _executor(runtime):
                 await event_queue.enqueue_event(new_task_from_user_message(context.message))
             updater = TaskUpdater(event_queue, context.task_id, context.context_id)
             sink = _ArtifactSink(updater, f"{context.task_id}-answer")
+            if not is_session_id(context.context_id):  # it is the session id: recorded, echoed
+                await updater.failed(new_text_message(f"the contextId must be {SESSION_ID_RULE}",
+                                                      context_id=context.context_id, task_id=context.task_id))
+                return
             await updater.start_work()
             state = context.call_context.state
             acting = acting_in(state)

@@ -9,7 +9,8 @@ a value, and clients, ``openai`` included, parse the body as usual), then the co
 status is sent by then:
 an error met later comes as its OpenAI-style error body (``{"error": {...}}``, as a stream's
 error frame) with the request's metric outcome set as its status would have set it, and
-``X-KAOS-Stopped`` is not sent. A client that goes away cancels the run, as for any request.
+``X-KAOS-Stopped`` is not sent. A client that goes away cancels the run, as for any request
+(its metric outcome: ``cancelled``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from fastapi.responses import Response
 from ..approvals import ApprovalInterrupted
 from ..core.budget import BudgetExceeded
 from ..core.errors import describe
-from ..core.metrics import BUDGET_EXCEEDED, ERROR, set_outcome
+from ..core.metrics import BUDGET_EXCEEDED, CANCELLED, ERROR, set_outcome
 from ..memory import MemoryUnavailable
 from .chat_stream import KEEPALIVE_SECONDS, disconnected
 from .openai_format import interrupted, unavailable
@@ -90,6 +91,7 @@ class PlainChat:
                 await asyncio.gather(work, return_exceptions=True)
             gone.cancel()
         if work.cancelled():
+            set_outcome(scope, CANCELLED)
             await Response(status_code=499)(scope, receive, send)  # nobody is listening any more
             return
         await self.respond(work.result())(scope, receive, send)  # its errors go to the app's handlers
@@ -102,9 +104,11 @@ class PlainChat:
             try:
                 await send({"type": "http.response.body", "body": b" ", "more_body": True})
             except OSError:  # uvicorn's ClientDisconnected
+                set_outcome(scope, CANCELLED)
                 return
             await asyncio.wait((work, gone), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
             if gone.done():
+                set_outcome(scope, CANCELLED)
                 return
         error = work.exception()
         body = self.body(work.result()) if error is None else error_body(error, scope)

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 ROLES = ("system", "user", "assistant", "tool", "developer", "task-delegation")
 PROMPT_ROLES = ("user", "task-delegation")
 SESSION_HEADER = "X-Session-ID"
-# A session id travels in a header (X-Session-ID), so it is visible ASCII, spaces only inside.
-SESSION_ID_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
+# A session id travels in a header (X-Session-ID), so it is visible ASCII, spaces only inside,
+# and it is short: it is recorded with every event and echoed in every answer.
+SESSION_ID_MAX = 128
+SESSION_ID_PATTERN = rf"^[!-~]([ -~]{{0,{SESSION_ID_MAX - 2}}}[!-~])?$"
+SESSION_ID_RULE = f"at most {SESSION_ID_MAX} visible ASCII characters (spaces inside)"
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 INT_MAX = 2**31 - 1  # of a query or header integer (limit, the delegation depth)
 
@@ -79,7 +82,7 @@ def parse_chat_body(raw: bytes) -> ChatBody:
         raise BadRequest(400, "model must be a string")
     session_id = payload.get("session_id")
     if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id)):
-        raise BadRequest(400, "session_id must be a non-empty string of visible ASCII characters (spaces inside)")
+        raise BadRequest(400, f"session_id must be a non-empty string of {SESSION_ID_RULE}")
     options = _optional(payload, "stream_options", dict, {}, "stream_options must be an object")
     include_usage = _optional(options, "include_usage", bool, False, "stream_options.include_usage must be a boolean")
     return ChatBody(messages=clean, stream=stream, model=model, session_id=session_id, include_usage=include_usage)
@@ -95,12 +98,16 @@ def _optional(found: dict, key: str, kind: type, default, problem: str):
     return value
 
 
+def is_session_id(value: str) -> bool:
+    return bool(_SESSION_ID.fullmatch(value))
+
+
 def parse_session_header(raw: str | None, header: str) -> str | None:
     """A session id given in a header: None when absent or empty, else it must be one."""
     if not raw:
         return None
     if not _SESSION_ID.fullmatch(raw):
-        raise BadRequest(400, f"{header} must be visible ASCII characters (spaces inside)")
+        raise BadRequest(400, f"{header} must be {SESSION_ID_RULE}")
     return raw
 
 

@@ -7,7 +7,8 @@ then cancels the loop, so the model stream, tool calls and delegations it starte
 ends with the ``finish_reason`` chunk, the ``usage`` chunk when the client asked for it
 (``stream_options.include_usage``), and ``data: [DONE]``. A spent budget or an unreachable
 memory met once the 200 is sent is one OpenAI-style error frame before that end (and the
-request's metric outcome is what the status would have said: ``budget_exceeded``, ``error``).
+request's metric outcome is what the status would have said: ``budget_exceeded``, ``error``; a
+client that went away: ``cancelled``).
 
 A plain request gets the same from ``chat_plain.PlainChat``: when its client (a user, or a
 coordinator that delegated to this agent and was itself cancelled) goes away, the work stops.
@@ -25,7 +26,7 @@ from ..approvals import ApprovalInterrupted
 from ..clients.model import no_usage
 from ..core.budget import BudgetExceeded
 from ..core.errors import describe
-from ..core.metrics import BUDGET_EXCEEDED, ERROR, set_outcome
+from ..core.metrics import BUDGET_EXCEEDED, CANCELLED, ERROR, set_outcome
 from ..memory import MemoryUnavailable
 from .openai_format import completion_id, interrupted, unavailable
 
@@ -132,10 +133,12 @@ class ChatStream:
             await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not work.done():  # the client went away (or this response was cancelled)
+                set_outcome(scope, CANCELLED)
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
             gone.cancel()
-        if not work.cancelled() and work.exception() is not None:
+        if not work.cancelled() and work.exception() is not None:  # ClientGone: a write found the client gone
+            set_outcome(scope, CANCELLED)
             log.debug("client gone mid-stream: %s", describe(work.exception()))  # nobody is listening any more
 
     async def _work(self, sink: SseSink, scope: dict) -> None:

@@ -1,9 +1,9 @@
 """The agent's FastAPI service: the HTTP contract of docs/runtime.md.
 
-``create_app`` composes it: the Runtime (what the process holds), the bearer authentication and
-request metrics middleware, the error handlers, one router per route group (``routes/``), and the
-protocols mounted beside them (A2A at ``/a2a``, the agent's MCP tool at ``/mcp``), then the
-OpenAPI document of all of it.
+``create_app`` composes it: the Runtime (what the process holds), the request guard (cross-site,
+JSON only, header and body bounds), bearer authentication and request metrics middleware, the
+error handlers, one router per route group (``routes/``), and the protocols mounted beside them
+(A2A at ``/a2a``, the agent's MCP tool at ``/mcp``), then the OpenAPI document of all of it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from ..core.auth import BearerAuth, Verifier
 from ..core.budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import RequestMetrics
+from ..core.request_guard import RequestGuard
 from ..core.settings import AgentSettings
 from ..core.telemetry import Telemetry
 from ..memory import MemoryUnavailable
-from ..protocols import a2a_server, agent_mcp
+from ..protocols import a2a_server, agent_mcp, request_headers
 from ..protocols.chat_request import BadRequest
 from ..protocols.openai_format import interrupted, unavailable
 from .responses import json_response
@@ -45,6 +46,9 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     app.state.runtime = runtime
     verifier = Verifier(config.auth)
     app.add_middleware(BearerAuth, verifier=verifier, agent=config.name)  # before any work (probes exempt)
+    # Outside the authentication: cross-site, not JSON, bad KAOS headers, too large a body.
+    app.add_middleware(RequestGuard, max_body_bytes=config.max_body_bytes, header_rules=request_headers.RULES,
+                       router=app.router)
     if runtime.metrics is not None:
         app.add_middleware(RequestMetrics, metrics=runtime.metrics)  # added last: outermost, counts 401s too
 

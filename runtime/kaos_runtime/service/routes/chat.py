@@ -50,6 +50,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 def router(runtime: Runtime) -> APIRouter:
     config = runtime.config
     routes = APIRouter()
+    # The answer's model is the agent, as /v1/models lists it, whatever the request named: a
+    # request's model id is never echoed (OpenAI clients take any; a 400 would refuse them all).
+    model = config.name
 
     async def chat(request: Request) -> Response:
         body = parse_chat_body(await read_body(request, config.max_body_bytes))
@@ -72,7 +75,6 @@ def router(runtime: Runtime) -> APIRouter:
                 return await runtime.agent.run(loop_request, sink, watcher=watcher or sink)
 
         headers = {SESSION_HEADER: session_id}
-        model = body.model or config.name
         if body.stream:  # the answer's tokens go out as the model produces them
             await runtime.memory.check()  # a shared memory that is down: 503 now, not a broken stream
             return ChatStream(run, model, body.include_usage, headers)

@@ -3,8 +3,9 @@
 The handlers are plain routes that validate by hand (docs/runtime.md, "Performance"), so
 FastAPI cannot derive their schemas; this module writes them: request and response bodies of
 chat completions (the JSON answer and the SSE stream), models, memory, health, readiness,
-the cards and metrics, and the error bodies the handlers return (400, 401, 413, 429, 503; with
-authentication also 403 and 404, where the ownership rules refuse: docs/runtime.md, "Sessions").
+the cards and metrics, and the error bodies the handlers and the request guard return (400, 401,
+403, 413, 415, 429, 503; with authentication also 404, where the ownership rules refuse:
+docs/runtime.md, "Sessions").
 The document is built and encoded once, when the app is created; a request for it sends
 those bytes. ``tests/runtime/test_openapi.py`` runs schemathesis against a real agent with it.
 
@@ -74,6 +75,12 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying aga
 SESSION_OUT = {SESSION_HEADER: {"description": "The session of this exchange.", "schema": _string()}}
 MEMORY_DOWN = _json(_ref("UnavailableError"), "The memory backend (Redis) cannot be reached; try again shortly.",
                     RETRY_AFTER)
+# What core/request_guard.py answers to a write before the route sees it.
+WRITE_REFUSALS = {
+    "403": _error("A browser's request from another site (`Sec-Fetch-Site` other than same-origin or none, or an "
+                  "`Origin` whose host is not the one the client reached)."),
+    "415": _error("The `Content-Type` is not `application/json`."),
+}
 
 
 def _approval() -> dict:
@@ -90,6 +97,9 @@ def _approval() -> dict:
         reason=_string(), agent=_string("The agent whose call waits."), step={"type": "integer"},
         requester=_string("The principal the run acts for (with authentication, it may not decide the call)."),
         peer=_string("On an entry from a peer (delegation): the peer's name; decide it here as any other."))
+
+
+AGENT_MODEL = _string("The agent's name (AGENT_NAME), as `/v1/models` lists it, whatever the request named.")
 
 
 def _schemas() -> dict:
@@ -109,7 +119,7 @@ def _schemas() -> dict:
         "An OpenAI chat completions request; other OpenAI fields are accepted and ignored.",
         messages={"type": "array", "minItems": 1, "items": _ref("ChatMessage"), "contains": prompt,
                   "description": "At least one `user` (or `task-delegation`) message."},
-        model=_nullable(_string("Echoed back; the agent always uses its own model.")),
+        model=_nullable(_string("Ignored: the agent uses its own model, and the answer names the agent.")),
         stream=_nullable({"type": "boolean"}),
         stream_options=_nullable(_object(include_usage=_nullable({"type": "boolean"}))),
         session_id=_nullable(_string(f"Continue this session (the header {SESSION_HEADER} wins).",
@@ -117,7 +127,7 @@ def _schemas() -> dict:
     )
     completion = _object(
         ("id", "object", "created", "model", "choices", "usage", "session_id"),
-        id=_string(), object={"const": "chat.completion"}, created={"type": "integer"}, model=_string(),
+        id=_string(), object={"const": "chat.completion"}, created={"type": "integer"}, model=AGENT_MODEL,
         choices={"type": "array", "minItems": 1, "maxItems": 1, "items": _object(
             ("index", "message", "finish_reason"), index={"const": 0}, finish_reason={"const": "stop"},
             message=_object(("role", "content"), role={"const": "assistant"}, content=_string()))},
@@ -126,7 +136,7 @@ def _schemas() -> dict:
     chunk = _object(
         ("id", "object", "created", "model", "choices"),
         "One frame of a streamed answer; the usage chunk has no choices.",
-        id=_string(), object={"const": "chat.completion.chunk"}, created={"type": "integer"}, model=_string(),
+        id=_string(), object={"const": "chat.completion.chunk"}, created={"type": "integer"}, model=AGENT_MODEL,
         choices={"type": "array", "maxItems": 1, "items": _object(
             ("index", "delta", "finish_reason"), index={"const": 0},
             delta=_object(role={"const": "assistant"}, content=_string()),
@@ -210,7 +220,8 @@ def _operations(config) -> dict:
                         "text/event-stream": {"schema": _ref("ChatStreamEvent")}},
         },
         "400": _error("Malformed JSON, a body that is not an object, bad `messages`, wrong types, "
-                      f"a malformed {SESSION_HEADER} or {DEPTH_HEADER} header."),
+                      f"a malformed {SESSION_HEADER}, {DEPTH_HEADER} or other KAOS header."),
+        **WRITE_REFUSALS,
         "413": _error(f"The body is larger than {config.max_body_bytes} bytes (MAX_REQUEST_BODY_BYTES)."),
         "429": _json(_ref("BudgetError"), "A token budget is spent.", RETRY_AFTER),
         "503": MEMORY_DOWN,
@@ -264,7 +275,8 @@ def _operations(config) -> dict:
             "parameters": [{"name": "approval_id", "in": "path", "required": True, "schema": _string()}],
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Decision")}}},
             "responses": {"200": _json(_ref("Approval"), "The approval as decided."),
-                          "400": _error("A body that is not a decision."),
+                          "400": _error("A body that is not a decision, or a malformed KAOS header."),
+                          **WRITE_REFUSALS,
                           "404": _error("No approval with this id."),
                           "409": _json(_ref("ApprovalConflict"), "Already decided, or expired."),
                           "413": _error(f"The body is larger than {config.max_body_bytes} bytes "
