@@ -33,6 +33,7 @@ def test_the_code_and_the_crd_say_the_same_limits():
     ({"limits": {"maxConcurrentRuns": 0}}, "spec.limits.maxConcurrentRuns: 0 is less than the minimum of 1"),
     ({"limits": {"timeout": "soon"}}, "spec.limits.timeout: 'soon' is invalid"),
     ({"session": " padded "}, "spec.session: ' padded ' is invalid: expected new (each run"),
+    ({"session": "s" * 129}, "spec.session: '" + "s" * 129 + "' is too long"),
     ({"webhook": {"secretRef": {"name": "s"}}, "schedule": None}, "spec.webhook.secretRef.key: required field"),
     ({"surprise": 1}, "spec.surprise: unknown field"),
 ])
