@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from kaos.api import API_VERSION, CHART_OF, PLURALS
+from kaos.cli.client import wait_until
 from tests.cluster.controlplane import ROOT
 from tests.cluster.platform import apply_server_side, releases, wait_ready
 
@@ -73,6 +74,12 @@ def test_quickstart_becomes_ready_with_one_release_per_resource(cluster, operato
             assert conditions["Ready"]["status"] == "True"
             assert conditions["DependenciesReady"]["status"] == "True"
             assert ready["status"]["observedGeneration"] == ready["metadata"]["generation"] == 1
+
+        def every_ready_event_seen() -> bool:  # a watch delivers the Ready event a little after a GET shows it
+            return all(recorder.phases.get((item["kind"], item["metadata"]["name"]), [None])[-1] == "Ready"
+                       for item in resources)
+
+        wait_until(every_ready_event_seen, 10, what="the watch to deliver every Ready event")
     finally:
         recorder.close()
 
