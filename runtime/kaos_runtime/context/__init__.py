@@ -1,0 +1,75 @@
+"""What the model sees: a session's history and the current run, within the model's context window.
+
+- ``window.py``: the window (MODEL_CONTEXT_WINDOW, litellm's model map, a default) and the room
+  kept for the answer;
+- ``tokens.py``: counting tokens (tiktoken for OpenAI's models, an estimate otherwise);
+- ``fit.py``: the budget builder (pure): the system prompt and the current turn always, history
+  from the newest, whole turns, oversized results cut with a marker;
+- ``history.py``: a session's history from its events, and what a compaction replaces (pure);
+- ``compaction.py``: summaries of older turns, recorded as ``context_compacted`` events.
+
+``Context`` puts them together for the agentic loop (docs/memory.md, "Context and compaction").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from ..clients.model import ModelClient
+from ..core.settings import AgentSettings
+from ..memory import Memory
+from .compaction import Compactor
+from .fit import Fitted, fit
+from .history import history_of
+from .tokens import Tokens, tokens_for
+from .window import Window, load_limits, window_for
+
+__all__ = ["Context", "Fitted", "Window", "fit"]
+
+
+class Context:
+    def __init__(self, config: AgentSettings, memory: Memory, model: ModelClient) -> None:
+        self.config = config
+        self.memory = memory
+        self._tokens: Tokens | None = None
+        self._window: Window | None = None
+        self._loading: asyncio.Lock | None = None
+        self.compactor = None
+        if config.context.compaction:
+            summarizer = None
+            if config.mock_responses is None:
+                name = config.context.compaction_model or config.model_name
+                summarizer = model if name == config.model_name else ModelClient(config.model_copy(
+                    update={"model_name": name}))
+            self.compactor = Compactor(memory, summarizer, config.context.compaction_threshold_percent)
+
+    async def load(self) -> tuple[Tokens, Window]:
+        """The counter and the window, found once, off the event loop (tiktoken, the model map)."""
+        if self._tokens is None or self._window is None:
+            self._loading = self._loading or asyncio.Lock()
+            async with self._loading:
+                if self._tokens is None or self._window is None:
+                    self._window, self._tokens = await asyncio.to_thread(self._find)
+        return self._tokens, self._window
+
+    def _find(self) -> tuple[Window, Tokens]:
+        configured = self.config.context.window
+        window = window_for(self.config.model_name, configured, {} if configured else load_limits())
+        return window, tokens_for(self.config.model_name, self.config.context.tokenizer)
+
+    async def history(self, session_id: str) -> list[dict]:
+        """The session's history as messages: its latest summary (a system message) and the turns
+        no summary replaces; compacted first when it has grown past the threshold."""
+        history = history_of(await self.memory.context_events(session_id))
+        if self.compactor is not None and history.turns:
+            tokens, window = await self.load()
+            history = await self.compactor.compacted(session_id, history, window.input, tokens)
+        return history.messages()
+
+    async def fit(self, messages: list[dict], steps_from: int, tools: list[dict] | None) -> Fitted:
+        """``messages`` ([system prompt] + history + the request + the steps, from ``steps_from``)
+        within the input budget, less what the tools offered cost."""
+        tokens, window = await self.load()
+        offered = tokens.count(json.dumps(tools, separators=(",", ":"))) if tools else 0
+        return fit(messages, steps_from, window.input - offered, tokens)
