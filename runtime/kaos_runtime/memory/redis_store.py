@@ -53,7 +53,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..core.settings import MemorySettings
-from . import ANONYMOUS, CONTEXT_EVENTS, TURN_ROLES, Memory, MemoryUnavailable, make_event
+from . import ANONYMOUS, CONTEXT_EVENTS, Memory, MemoryUnavailable, make_event
 
 log = logging.getLogger("kaos_runtime.memory")
 
