@@ -13,7 +13,9 @@ from kaos_runtime.context.history import history_of, to_compact
 from kaos_runtime.context.tokens import PER_REQUEST, Tokens, tokens_for
 from kaos_runtime.context.window import DEFAULT_WINDOW, model_limits, window_for
 from kaos_runtime.core.settings import AgentSettings, MemorySettings
+from kaos_runtime.memory import create_memory
 from kaos_runtime.memory.local import LocalMemory
+from tests.support.redis_server import RedisServer
 
 TOKENS = Tokens()
 
@@ -178,7 +180,7 @@ def test_compaction_takes_the_oldest_whole_turns_and_keeps_the_newest():
     assert 0 < len(few) < len(chosen) and few[-1].message["role"] == "assistant"
 
 
-async def record_turns(memory: LocalMemory, session: str, turns: int, size: int = 300) -> None:
+async def record_turns(memory, session: str, turns: int, size: int = 300) -> None:
     for number in range(turns):
         await memory.record(session, "user_message", f"fact {number}: " + "u" * size)
         await memory.record(session, "tool_result", {"tool": "t", "result": "r" * size})
@@ -232,3 +234,31 @@ def test_context_settings(env, expected):
     context = AgentSettings.from_env(env).context
     assert (context.window, context.tokenizer, context.compaction, context.compaction_threshold_percent,
             context.compaction_model) == expected
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+async def test_a_compacted_session_on_redis_survives_a_restart(redis_server):
+    settings = MemorySettings(backend="redis", redis_url=redis_server.url, key_prefix="test:compaction")
+    memory = create_memory(settings, "tester")
+    await record_turns(memory, "s", 30)
+    compacted = await Compactor(memory, None, 50).compacted("s", history_of(await memory.context_events("s")),
+                                                           4000, TOKENS)
+    assert compacted.summary
+    await memory.close()
+    restarted = create_memory(settings, "tester")  # another process, the same Redis
+    history = history_of(await restarted.context_events("s"))
+    assert history == compacted
+    # the lock is Redis's: another replica finds it taken
+    token = await restarted.lock("s", "compaction", 60)
+    other = create_memory(settings, "tester")
+    assert token and await other.lock("s", "compaction", 60) is None
+    await restarted.unlock("s", "compaction", token)
+    assert await other.lock("s", "compaction", 60)
+    await restarted.close()
+    await other.close()
