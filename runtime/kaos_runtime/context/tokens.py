@@ -26,8 +26,9 @@ log = logging.getLogger("kaos_runtime.context")
 PER_MESSAGE = 4
 PER_REQUEST = 3
 CHARS_PER_TOKEN = 3
-# Counts kept per text (a session's messages are counted again at every step and turn).
+# Counts kept per text (a session's messages are counted again at every step and turn), and cuts.
 CACHE_SIZE = 8192
+HEADS_CACHE_SIZE = 256
 ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 
 
@@ -38,6 +39,7 @@ class Tokens:
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
+        self._heads: dict[tuple[str, int], str] = {}
 
     def count(self, text: str) -> int:
         found = self._counts.get(text)
@@ -51,8 +53,17 @@ class Tokens:
         return math.ceil(len(text) / CHARS_PER_TOKEN)
 
     def head(self, text: str, tokens: int) -> str:
-        """The start of ``text`` that is at most ``tokens`` tokens."""
-        return text[:max(0, tokens) * CHARS_PER_TOKEN]
+        """The start of ``text`` that is at most ``tokens`` tokens (a result is cut again at
+        every step of its run)."""
+        found = self._heads.get((text, tokens))
+        if found is None:
+            if len(self._heads) >= HEADS_CACHE_SIZE:
+                self._heads.clear()
+            found = self._heads[(text, tokens)] = self._head(text, max(0, tokens))
+        return found
+
+    def _head(self, text: str, tokens: int) -> str:
+        return text[:tokens * CHARS_PER_TOKEN]
 
     def message(self, message: dict) -> int:
         """What one chat message costs: its text, its tool calls, and the per-message overhead."""
@@ -73,9 +84,9 @@ class TiktokenTokens(Tokens):
     def _count(self, text: str) -> int:
         return len(self.encoding.encode(text, disallowed_special=()))
 
-    def head(self, text: str, tokens: int) -> str:
+    def _head(self, text: str, tokens: int) -> str:
         ids = self.encoding.encode(text, disallowed_special=())
-        return self.encoding.decode(ids[:max(0, tokens)])
+        return self.encoding.decode(ids[:tokens])
 
 
 def bundled_encodings_dir() -> str | None:
