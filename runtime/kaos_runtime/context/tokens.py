@@ -15,11 +15,12 @@ on top of its text, and a request 3 (OpenAI's accounting of roles and the reply'
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import math
 import os
+
+from ..clients.function_calling import litellm_file
 
 log = logging.getLogger("kaos_runtime.context")
 
@@ -90,12 +91,8 @@ class TiktokenTokens(Tokens):
 
 
 def bundled_encodings_dir() -> str | None:
-    """litellm's folder of tiktoken files (found without importing litellm)."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(spec.submodule_search_locations[0], "litellm_core_utils", "tokenizers")
-    return path if os.path.isdir(path) else None
+    """litellm's folder of tiktoken files."""
+    return litellm_file("litellm_core_utils", "tokenizers")
 
 
 def encoding_file(cache_dir: str, encoding: str) -> str:
