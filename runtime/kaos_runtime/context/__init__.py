@@ -29,7 +29,7 @@ __all__ = ["Context", "Fitted", "Window", "fit"]
 
 
 class Context:
-    def __init__(self, config: AgentSettings, memory: Memory, model: ModelClient) -> None:
+    def __init__(self, config: AgentSettings, memory: Memory) -> None:
         self.config = config
         self.memory = memory
         self._tokens: Tokens | None = None
@@ -37,11 +37,10 @@ class Context:
         self._loading: asyncio.Lock | None = None
         self.compactor = None
         if config.context.compaction:
-            summarizer = None
-            if config.mock_responses is None:
-                name = config.context.compaction_model or config.model_name
-                summarizer = model if name == config.model_name else ModelClient(config.model_copy(
-                    update={"model_name": name}))
+            # Its own client (built on its first call): the summaries are not the run's model calls
+            # (no budget, no stream); none under DEBUG_MOCK_RESPONSES (the extractive summary).
+            summarizer = None if config.mock_responses is not None else ModelClient(config.model_copy(
+                update={"model_name": config.context.compaction_model or config.model_name}))
             self.compactor = Compactor(memory, summarizer, config.context.compaction_threshold_percent)
 
     async def load(self) -> tuple[Tokens, Window]:

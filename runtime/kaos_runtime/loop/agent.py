@@ -143,7 +143,7 @@ class Agent:
         self.tools = tools
         self.peers = peers
         self.approvals = approvals if approvals is not None and approvals.policy.enabled else None
-        self.context = Context(config, memory, model)
+        self.context = Context(config, memory)
 
     async def run(self, request: LoopRequest, sink: Sink | None = None,
                   watcher: ApprovalWatcher | None = None) -> Answer:
