@@ -17,6 +17,7 @@ calls and delegations: ``tool`` messages, or ``user`` messages with fenced block
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .tokens import PER_MESSAGE, PER_REQUEST, Tokens
@@ -50,6 +51,17 @@ def cut(message: dict, limit: int, tokens: Tokens) -> dict:
             return shorter
         keep = max(0, keep - (tokens.message(shorter) - limit))
     return shorter
+
+
+def texts_of(messages: list[dict]) -> list[str]:
+    """The texts a counter is asked about for these messages (their contents and tool calls)."""
+    texts = []
+    for message in messages:
+        if isinstance(message.get("content"), str):
+            texts.append(message["content"])
+        if message.get("tool_calls"):
+            texts.append(json.dumps(message["tool_calls"], separators=(",", ":")))
+    return texts
 
 
 def current_turn_start(messages: list[dict], steps_from: int) -> int:

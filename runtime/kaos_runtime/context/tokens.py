@@ -90,6 +90,30 @@ class TiktokenTokens(Tokens):
         return self.encoding.decode(ids[:tokens])
 
 
+class ServerTokens(Tokens):
+    """Counts the model server gave (its own tokenizer: clients/server_tokens.py), learned before
+    each fit for the texts it has not counted yet (``missing``, ``learn``). A text it has not
+    counted (a cut the builder makes) is estimated; a cut keeps the share of characters the
+    share of tokens asks for."""
+
+    name = "llama.cpp"
+
+    def count(self, text: str) -> int:
+        found = self._counts.get(text)
+        return found if found is not None else self._count(text)
+
+    def missing(self, texts: list[str]) -> list[str]:
+        return [text for text in dict.fromkeys(texts) if text not in self._counts]
+
+    def learn(self, text: str, count: int) -> None:
+        if len(self._counts) >= CACHE_SIZE:
+            self._counts.clear()
+        self._counts[text] = count
+
+    def _head(self, text: str, tokens: int) -> str:
+        return text[:len(text) * tokens // max(1, self.count(text))]
+
+
 def bundled_encodings_dir() -> str | None:
     """litellm's folder of tiktoken files."""
     return litellm_file("litellm_core_utils", "tokenizers")

@@ -193,7 +193,8 @@ class ContextSettings(_Settings):
 
     # The model's context window in tokens (spec.config.contextWindow); 0: litellm's model map, else 8192.
     window: int = Field(0, ge=0, validation_alias="MODEL_CONTEXT_WINDOW")
-    # auto: tiktoken for the models tiktoken knows (OpenAI's), the estimate otherwise; estimate: always the estimate.
+    # auto: tiktoken for the models it knows (OpenAI's), else the server's own count (llama.cpp), else the
+    # estimate; estimate: always the estimate.
     tokenizer: TokenizerName = Field("auto", validation_alias="MODEL_TOKENIZER")
     # Older history summarized once it passes threshold_percent of the input budget (spec.memory.compaction).
     compaction: Flag = Field(False, validation_alias="MEMORY_COMPACTION")
