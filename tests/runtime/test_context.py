@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kaos_runtime.context.compaction import Compactor
-from kaos_runtime.context.fit import MARKER, SUMMARY_HEADING, cut, fit, turns_of
+from kaos_runtime.context.fit import MARKER, SUMMARY, SUMMARY_HEADING, cut, fit, turns_of
 from kaos_runtime.context.history import history_of, to_compact
 from kaos_runtime.context.tokens import PER_REQUEST, Tokens, tokens_for
 from kaos_runtime.context.window import DEFAULT_WINDOW, model_limits, window_for
@@ -113,11 +113,18 @@ def test_fenced_results_of_the_steps_are_cut_but_not_the_history():
 
 
 def test_a_summary_goes_into_the_system_prompt():
-    messages = [SYSTEM, {"role": "system", "content": "the user is Ada"}, *conversation(2),
+    messages = [SYSTEM, {"role": "system", "content": "the user is Ada", SUMMARY: True}, *conversation(2),
                 {"role": "user", "content": "who am I?"}]
     fitted = fit(messages, len(messages), 10_000, TOKENS)
     assert fitted.messages[0]["content"] == f"{SYSTEM['content']}\n\n{SUMMARY_HEADING}the user is Ada"
     assert [m["role"] for m in fitted.messages].count("system") == 1
+    assert not any(SUMMARY in message for message in fitted.messages)
+
+
+def test_a_callers_system_message_is_not_taken_for_a_summary():
+    messages = [SYSTEM, {"role": "system", "content": "Answer in French."}, {"role": "user", "content": "hi"}]
+    fitted = fit(messages, len(messages), 10_000, TOKENS)
+    assert fitted.messages == messages
 
 
 def test_cut_keeps_the_head_and_says_how_much_is_left_out():
@@ -166,7 +173,7 @@ def test_history_is_the_latest_summary_and_the_turns_it_does_not_replace():
     history = history_of(events)
     assert history.summary == "three turns" and history.summary_id == "k2"
     assert [turn.event_id for turn in history.turns] == ["e6", "e7"]
-    assert history.messages()[0] == {"role": "system", "content": "three turns"}
+    assert history.messages()[0] == {"role": "system", "content": "three turns", SUMMARY: True}
 
 
 def test_compaction_takes_the_oldest_whole_turns_and_keeps_the_newest():

@@ -1,7 +1,7 @@
 """What the model sees of a run, within a token budget (pure).
 
-``fit(messages, steps_from, budget, tokens)``: ``messages[0]`` is the system prompt; system
-messages right after it are pinned (a compaction's summary) and go into it; then come the
+``fit(messages, steps_from, budget, tokens)``: ``messages[0]`` is the system prompt; a
+compaction's summary right after it (a system message marked ``SUMMARY``) goes into it; then come the
 history, the current turn (from its last user message before ``steps_from``) and, from
 ``steps_from`` on, what the run's steps added (the model's replies and the results of its tool
 calls and delegations: ``tool`` messages, or ``user`` messages with fenced blocks).
@@ -26,6 +26,7 @@ MIN_KEPT = 64
 MARKER = ("\n[... {left} of {total} tokens cut here to fit the model's context window; "
           "the full text is kept in the session's memory]")
 SUMMARY_HEADING = "Summary of the earlier conversation (compacted):\n"
+SUMMARY = "kaos_summary"  # marks the history's summary message (never sent as such)
 RESULT_ROLES = ("tool", "user")
 
 
@@ -86,7 +87,7 @@ def turns_of(messages: list[dict]) -> list[list[dict]]:
 def fit(messages: list[dict], steps_from: int, budget: int, tokens: Tokens) -> Fitted:
     """The messages to send, within ``budget`` tokens (see the module's docstring)."""
     pinned = 1
-    while pinned < len(messages) and messages[pinned]["role"] == "system":
+    while pinned < len(messages) and messages[pinned].get(SUMMARY):
         pinned += 1
     system = messages[0]
     if pinned > 1:

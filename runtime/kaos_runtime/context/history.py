@@ -2,8 +2,8 @@
 
 The memory keeps every event; a ``context_compacted`` event holds a summary and, in
 ``metadata.replaces``, the ids of the turn events (and the earlier summary) it stands for.
-The history is the latest summary (a system message, which ``fit`` puts into the system
-prompt) followed by the turns no summary replaces.
+The history is the latest summary (a system message marked ``fit.SUMMARY``, which ``fit``
+puts into the system prompt) followed by the turns no summary replaces.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..memory import COMPACTED, TURN_ROLES
+from .fit import SUMMARY
 from .tokens import Tokens
 
 
@@ -27,7 +28,7 @@ class History:
     turns: list[Turn] = field(default_factory=list)
 
     def messages(self) -> list[dict]:
-        head = [{"role": "system", "content": self.summary}] if self.summary else []
+        head = [{"role": "system", "content": self.summary, SUMMARY: True}] if self.summary else []
         return head + [turn.message for turn in self.turns]
 
     def tokens(self, tokens: Tokens) -> int:
