@@ -195,3 +195,13 @@ def test_redis_memory_without_a_url_is_refused_by_the_values_schema():
 
     error = render_error("agent", {**BASE, "memory": {"backend": "redis"}})
     assert "redis" in error
+
+
+def test_context_window_and_compaction_env_vars():
+    env = env_of(container(agent(contextWindow=4096,
+                                 memory={"compaction": {"enabled": True, "thresholdPercent": 60, "model": "small"}})))
+    assert env["MODEL_CONTEXT_WINDOW"] == "4096"
+    assert (env["MEMORY_COMPACTION"], env["MEMORY_COMPACTION_THRESHOLD_PERCENT"], env["MEMORY_COMPACTION_MODEL"]) == (
+        "true", "60", "small")
+    plain = env_of(container(agent()))
+    assert not {"MODEL_CONTEXT_WINDOW", "MEMORY_COMPACTION", "MEMORY_COMPACTION_MODEL"} & set(plain)

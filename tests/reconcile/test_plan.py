@@ -429,3 +429,12 @@ def test_crd_rejects_a_redis_url_that_is_not_one():
     document["spec"]["memory"] = {"backend": "memcached"}
     with pytest.raises(ValueError, match="spec.memory.backend"):
         crds.validate(document, SETTINGS.crd_dir)
+
+
+def test_agent_context_window_and_compaction_become_values():
+    resource = agent("coord", memory={"compaction": {"model": "small"}}, config={"contextWindow": 4096})
+    values = plan(resource, observed_of(modelapi()), Settings(), endpoint_of).values
+    assert values["contextWindow"] == 4096
+    assert values["memory"]["compaction"] == {"enabled": True, "thresholdPercent": 50, "model": "small"}
+    plain = plan(agent("coord"), observed_of(modelapi()), Settings(), endpoint_of).values
+    assert "contextWindow" not in plain and "compaction" not in plain["memory"]

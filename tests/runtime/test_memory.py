@@ -73,19 +73,33 @@ async def test_order_across_sessions_and_least_recently_active_first(make_memory
     await memory.close()
 
 
-async def test_history_is_the_last_turns(make_memory):
+async def test_context_events_are_the_turns_and_summaries(make_memory):
     memory = make_memory()
     await memory.record("s", "user_message", "hello")
     await memory.record("s", "tool_call", {"tool": "t"})
     await memory.record("s", "agent_response", "hi")
+    await memory.record("s", "context_compacted", "they greeted", {"replaces": []})
     await memory.record("s", "task_delegation_received", "do it")
     await memory.record("s", "agent_response", "done")
-    assert await memory.history("s", 3) == [
-        {"role": "assistant", "content": "hi"}, {"role": "user", "content": "do it"},
-        {"role": "assistant", "content": "done"},
-    ]
-    assert len(await memory.history("s", 10)) == 4
-    assert await memory.history("s", 0) == [] and await memory.history("other", 5) == []
+    found = await memory.context_events("s")
+    assert [(e["event_type"], e["content"]) for e in found] == [
+        ("user_message", "hello"), ("agent_response", "hi"), ("context_compacted", "they greeted"),
+        ("task_delegation_received", "do it"), ("agent_response", "done")]
+    assert found[2]["metadata"]["replaces"] == []
+    assert await memory.context_events("other") == []
+    await memory.close()
+
+
+async def test_a_session_lock_is_held_once_until_unlocked_or_expired(make_memory):
+    memory = make_memory()
+    token = await memory.lock("s", "compaction", 60)
+    assert token and await memory.lock("s", "compaction", 60) is None
+    assert await memory.lock("other", "compaction", 60)  # per session
+    await memory.unlock("s", "compaction", "not-the-token")
+    assert await memory.lock("s", "compaction", 60) is None
+    await memory.unlock("s", "compaction", token)
+    assert await memory.lock("s", "compaction", 0.05)
+    assert await eventually(lambda: memory.lock("s", "compaction", 60), timeout=5, what="the lock's expiry")
     await memory.close()
 
 
@@ -93,7 +107,7 @@ async def test_disabled_records_nothing(make_memory):
     memory = make_memory(enabled=False)
     await memory.record("s", "user_message", "x")
     assert await memory.events() == ([], 0) and await memory.sessions() == []
-    assert await memory.history("s", 5) == []
+    assert await memory.context_events("s") == []
     await memory.close()
 
 

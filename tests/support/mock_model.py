@@ -17,6 +17,14 @@ Tests steer it over HTTP:
     plain reply waits for the release before it answers at all.
 - ``GET /_mock/requests`` returns the request bodies received so far (newest last);
   ``DELETE /_mock/requests`` clears them, the script, the streams and the released gates.
+- ``POST /_mock/echo_for`` with ``{"system_contains": "..."}``: requests whose system message
+  contains the text are answered with the echo and leave the script alone (a summarizer's calls
+  in between scripted ones).
+- ``POST /_mock/limit`` with ``{"max_prompt_tokens": N}``: every request is counted with tiktoken's
+  o200k_base (the file litellm's package ships; never downloaded): 4 tokens per message plus its
+  text and its tool calls (compact JSON), the tools offered (compact JSON), 3 per request. One
+  over N is answered 400 ``context_length_exceeded``, as OpenAI does; ``GET /_mock/limit`` gives
+  ``{"max_prompt_tokens", "largest", "over", "counted"}``. The count is the usage's prompt_tokens.
 - ``GET /_mock/streams``: every streamed (or gated) reply ``{"number", "sent", "parts",
   "completed", "disconnected"}``: how many pieces went out, and whether the client stayed to
   the end or closed the connection early.
@@ -48,6 +56,31 @@ class MockState:
         self.streams: deque = deque(maxlen=KEEP_REQUESTS)
         self.gates: dict[str, asyncio.Event] = {}
         self.counter = 0
+        self.echo_for: list[str] = []
+        self.limit = 0
+        self.sizes = {"largest": 0, "over": 0, "counted": 0}
+        self.encoding = None
+
+    def prompt_tokens(self, request: dict) -> int:
+        if self.encoding is None:
+            import importlib.util
+
+            import tiktoken
+
+            litellm = importlib.util.find_spec("litellm").submodule_search_locations[0]
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.join(litellm, "litellm_core_utils", "tokenizers"))
+            self.encoding = tiktoken.get_encoding("o200k_base")
+
+        def count(text: str) -> int:
+            return len(self.encoding.encode(text, disallowed_special=()))
+
+        total = 3 + (count(json.dumps(request["tools"], separators=(",", ":"))) if request.get("tools") else 0)
+        for message in request.get("messages") or []:
+            content = message.get("content")
+            total += 4 + (count(content if isinstance(content, str) else json.dumps(content)) if content else 0)
+            if message.get("tool_calls"):
+                total += count(json.dumps(message["tool_calls"], separators=(",", ":")))
+        return total
 
     def gate(self, name: str) -> asyncio.Event:
         return self.gates.setdefault(name, asyncio.Event())
@@ -191,7 +224,18 @@ class MockModelServer:
             self.state.script.clear()
             self.state.streams.clear()
             self.state.gates.clear()
+            self.state.echo_for.clear()
+            self.state.limit = 0
             return _json(200, {"cleared": True})
+        if path == "/_mock/echo_for" and method == "POST":
+            self.state.echo_for.append(json.loads(body or b"{}")["system_contains"])
+            return _json(200, {"echo_for": self.state.echo_for})
+        if path == "/_mock/limit" and method == "POST":
+            self.state.limit = int(json.loads(body or b"{}")["max_prompt_tokens"])
+            self.state.sizes = {"largest": 0, "over": 0, "counted": 0}
+            return _json(200, {"max_prompt_tokens": self.state.limit})
+        if path == "/_mock/limit" and method == "GET":
+            return _json(200, {"max_prompt_tokens": self.state.limit, **self.state.sizes})
         if path == "/_mock/streams" and method == "GET":
             return _json(200, {"streams": list(self.state.streams)})
         if path == "/_mock/release" and method == "POST":
@@ -206,7 +250,22 @@ class MockModelServer:
             return _json(400, {"error": {"message": "malformed JSON"}})
         self.state.requests.append(request)
         self.state.counter += 1
-        reply = self.state.script.popleft() if self.state.script else None
+        prompt_tokens = 1
+        if self.state.limit:
+            prompt_tokens = self.state.prompt_tokens(request)
+            sizes = self.state.sizes
+            sizes["counted"] += 1
+            sizes["largest"] = max(sizes["largest"], prompt_tokens)
+            if prompt_tokens > self.state.limit:
+                sizes["over"] += 1
+                return _json(400, {"error": {
+                    "message": f"This model's maximum context length is {self.state.limit} tokens. However, your "
+                               f"messages resulted in {prompt_tokens} tokens.",
+                    "type": "invalid_request_error", "code": "context_length_exceeded"}})
+        system = next((m.get("content") for m in request.get("messages") or []
+                       if isinstance(m, dict) and m.get("role") == "system"), "")
+        unscripted = isinstance(system, str) and any(text in system for text in self.state.echo_for)
+        reply = self.state.script.popleft() if self.state.script and not unscripted else None
         if isinstance(reply, dict) and "status" in reply:
             return _json(int(reply["status"]), {"error": {"message": "scripted failure"}})
         echo = "echo: " + _last_user_text(request.get("messages") or [])
@@ -226,7 +285,10 @@ class MockModelServer:
             if (request.get("stream_options") or {}).get("include_usage"):
                 events += _sse(self._usage_chunk(model, 1)).decode()
             return _response(200, (events + "data: [DONE]\n\n").encode(), "text/event-stream")
-        answer = _json(200, _completion(model, content, self.state.counter, calls))
+        completion = _completion(model, content, self.state.counter, calls)
+        completion["usage"]["prompt_tokens"] = prompt_tokens
+        completion["usage"]["total_tokens"] = prompt_tokens + 1
+        answer = _json(200, completion)
         if isinstance(reply, dict) and reply.get("gate") is not None:
             record = {"number": self.state.counter, "sent": 0, "parts": 1, "completed": False, "disconnected": False}
             self.state.streams.append(record)

@@ -54,6 +54,20 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" (index . 0) "value" (toString $value)) -}}
 {{- end -}}
 {{- end -}}
+{{- with $v.contextWindow -}}
+{{- $env = append $env (dict "name" "MODEL_CONTEXT_WINDOW" "value" (printf "%d" (int64 .))) -}}
+{{- end -}}
+{{- with $v.memory.compaction -}}
+{{- if .enabled -}}
+{{- $env = append $env (dict "name" "MEMORY_COMPACTION" "value" "true") -}}
+{{- with .thresholdPercent -}}
+{{- $env = append $env (dict "name" "MEMORY_COMPACTION_THRESHOLD_PERCENT" "value" (printf "%d" (int64 .))) -}}
+{{- end -}}
+{{- with .model -}}
+{{- $env = append $env (dict "name" "MEMORY_COMPACTION_MODEL" "value" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- $backend := $v.memory.backend | default "local" -}}
 {{- $env = append $env (dict "name" "MEMORY_BACKEND" "value" $backend) -}}
 {{- if eq $backend "redis" -}}

@@ -64,7 +64,7 @@ def _copy_list(items) -> list:
 
 
 def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
-    """config.memory (the bounds) and spec.memory (where it lives) as the chart's ``memory``.
+    """config.memory (the bounds) and spec.memory (where it lives, its compaction) as the chart's ``memory``.
     A redis agent without a URL of its own gets the platform's Redis (settings.memory_redis_url)."""
     config = (spec.get("config") or {}).get("memory") or {}
     memory = spec.get("memory") or {}
@@ -80,6 +80,7 @@ def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
         "redis": {"url": value if backend == "redis" else "",
                   "secretKeyRef": secret_ref if backend == "redis" else {}},
         "ttlSeconds": memory.get("ttlSeconds") or 0,
+        **({"compaction": {"enabled": True, **copy.deepcopy(memory["compaction"])}} if "compaction" in memory else {}),
     }
 
 
@@ -135,6 +136,7 @@ def agent_values(
         "model": spec.get("model") or default_model,
         "modelAPI": {"name": spec.get("modelAPI", ""), "url": model_api_url},
         "reasoningLoopMaxSteps": config["reasoningLoopMaxSteps"],
+        **({"contextWindow": config["contextWindow"]} if config.get("contextWindow") else {}),
         "mcpServers": mcp_servers,
         "peers": peers,
         "a2aPeers": a2a_peer_urls(spec),

@@ -59,13 +59,18 @@ def supports_function_calling(model_name: str, names: Iterable[str] | frozenset[
     return bool(slash) and bare in names
 
 
-def model_map_path() -> str | None:
-    """The model map inside the installed litellm package (found without importing it)."""
+def litellm_file(*parts: str) -> str | None:
+    """A file or folder inside the installed litellm package (found without importing it)."""
     spec = importlib.util.find_spec("litellm")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(spec.submodule_search_locations[0], MODEL_MAP)
+    path = os.path.join(spec.submodule_search_locations[0], *parts)
     return path if os.path.exists(path) else None
+
+
+def model_map_path() -> str | None:
+    """The model map inside the installed litellm package."""
+    return litellm_file(MODEL_MAP)
 
 
 def load_function_calling_names() -> frozenset[str]:

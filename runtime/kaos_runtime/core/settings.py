@@ -65,6 +65,7 @@ Flag = Annotated[bool, BeforeValidator(_trimmed)]  # true/false, yes/no, on/off,
 ModelClientName = Annotated[Literal["direct", "acompletion"], BeforeValidator(lambda v: _trimmed(v).lower())]
 ToolCallingMode = Annotated[Literal["auto", "native", "fenced"], BeforeValidator(lambda v: _trimmed(v).lower())]
 MemoryBackend = Annotated[Literal["local", "redis"], BeforeValidator(lambda v: _trimmed(v).lower())]
+TokenizerName = Annotated[Literal["auto", "estimate"], BeforeValidator(lambda v: _trimmed(v).lower())]
 REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 LogLevel = Annotated[str, BeforeValidator(_log_level)]
 
@@ -187,6 +188,21 @@ class MemorySettings(_Settings):
         return self
 
 
+class ContextSettings(_Settings):
+    """What the model sees: a token budget (context/, docs/memory.md "Context and compaction")."""
+
+    # The model's context window in tokens (spec.config.contextWindow); 0: litellm's model map, else 8192.
+    window: int = Field(0, ge=0, validation_alias="MODEL_CONTEXT_WINDOW")
+    # auto: tiktoken for the models it knows (OpenAI's), else the server's own count (llama.cpp), else the
+    # estimate; estimate: always the estimate.
+    tokenizer: TokenizerName = Field("auto", validation_alias="MODEL_TOKENIZER")
+    # Older history summarized once it passes threshold_percent of the input budget (spec.memory.compaction).
+    compaction: Flag = Field(False, validation_alias="MEMORY_COMPACTION")
+    compaction_threshold_percent: int = Field(50, ge=1, le=100, validation_alias="MEMORY_COMPACTION_THRESHOLD_PERCENT")
+    # The model that writes the summary (same ModelAPI); empty: the agent's own.
+    compaction_model: Trimmed = Field("", validation_alias="MEMORY_COMPACTION_MODEL")
+
+
 class BudgetSettings(_Settings):
     """Token budgets checked before each model call (core/budget.py); 0: no limit."""
 
@@ -301,6 +317,7 @@ class AgentSettings(_Settings):
     a2a_peers: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="A2A_PEER_URLS")
     mcp_servers: tuple[McpServer, ...] = ()
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
@@ -375,7 +392,7 @@ class AgentSettings(_Settings):
             McpServer(name=name, url=mcp_url(url), token=env.get(f"MCP_SERVER_{env_key(name)}_TOKEN", "").strip())
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
-        return {"memory": MemorySettings.from_env(env), "budget": BudgetSettings.from_env(env),
+        return {"memory": MemorySettings.from_env(env), "context": ContextSettings.from_env(env), "budget": BudgetSettings.from_env(env),
                 "auth": AuthSettings.from_env(env), "approval": ApprovalSettings.from_env(env),
                 "peers": peers, "mcp_servers": servers}
 

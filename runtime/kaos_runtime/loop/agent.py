@@ -28,6 +28,7 @@ from ..clients.mcp_client import ToolCatalog, ToolError
 from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from ..clients.peers import DelegationError, PeerDirectory
 from ..clients.tool_calls import calls_of
+from ..context import Context
 from ..core.settings import AgentSettings
 from ..core.telemetry import Telemetry
 from ..memory import Memory
@@ -142,6 +143,7 @@ class Agent:
         self.tools = tools
         self.peers = peers
         self.approvals = approvals if approvals is not None and approvals.policy.enabled else None
+        self.context = Context(config, memory)
 
     async def run(self, request: LoopRequest, sink: Sink | None = None,
                   watcher: ApprovalWatcher | None = None) -> Answer:
@@ -150,7 +152,7 @@ class Agent:
         ``watcher`` hears of the approvals the run waits for."""
         session = request.session_id
         event_type, text = incoming_event(request.messages)
-        history = await self.memory.history(session, self.config.memory.context_limit) if request.continued else []
+        history = await self.context.history(session) if request.continued else []
         await self.memory.record(session, event_type, text, {"depth": request.depth})
         conversation = history + model_messages(request.messages)
         state = RunState(request, conversation, [{}] + conversation, Answer("", no_usage()), watcher=watcher)
@@ -201,9 +203,10 @@ class Agent:
                 prompt = (native_system_prompt if native else system_prompt)(self.config.instructions, skills, peers)
                 prompts[native] = {"role": "system", "content": prompt}
             messages[0] = prompts[native]
+            tools = openai_tools(skills, peers) if native else None
+            fitted = await self.context.fit(messages, 1 + len(state.conversation), tools)
             try:
-                reply, gate = await self._call_model(messages, step, openai_tools(skills, peers) if native else None,
-                                                     sink)
+                reply, gate = await self._call_model(fitted.messages, step, tools, sink)
             except ModelError as error:
                 await self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
                 answer.content = f"The model call failed: {error}"

@@ -15,6 +15,10 @@ records one, atomically: of two callers claiming one new id, one owns it. A sess
 and no owner (recorded while authentication was off) belongs to ``anonymous``. ``events`` and
 ``sessions`` take an ``owner`` to see only that owner's sessions; the owners are kept and dropped
 with their sessions. Ownership is tracked only with authentication on (service/sessions.py).
+
+``context_events`` gives what the model's context is built from (the turns and the
+``context_compacted`` summaries, kaos_runtime/context/); ``lock`` and ``unlock`` hold a named lock
+on a session, with an expiry, across the agent's replicas on Redis (compaction runs under one).
 """
 
 from __future__ import annotations
@@ -42,9 +46,14 @@ EVENT_TYPES = (
     "approval_granted",
     "approval_rejected",
     "approval_expired",
+    # A summary of older turns (context/compaction.py): metadata.replaces lists the event ids it stands for.
+    "context_compacted",
 )
 # The events that make up the conversation given back to the model for a continued session.
 TURN_ROLES = {"user_message": "user", "task_delegation_received": "user", "agent_response": "assistant"}
+COMPACTED = "context_compacted"
+# The events the model's context is built from (context_events).
+CONTEXT_EVENTS = (*TURN_ROLES, COMPACTED)
 
 _PROCESS_PREFIX = uuid.uuid4().hex[:12]
 _event_numbers = itertools.count(1)
@@ -67,13 +76,6 @@ def make_event(session_id: str, event_type: str, content: Any, metadata: dict | 
         "content": content,
         "metadata": {"session_id": session_id, **(metadata or {})},
     }
-
-
-def turns(events: list[dict], limit: int) -> list[dict]:
-    """The last ``limit`` conversation turns among ``events`` (oldest first) as chat messages."""
-    found = [{"role": TURN_ROLES[e["event_type"]], "content": str(e["content"])}
-             for e in events if e["event_type"] in TURN_ROLES]
-    return found[-limit:] if limit > 0 else []
 
 
 class MemoryUnavailable(Exception):
@@ -119,11 +121,21 @@ class Memory(ABC):
         """The session's owner; None when there is no such session."""
         return await self._owner(session_id) if self.config.enabled else None
 
-    async def history(self, session_id: str, limit: int) -> list[dict]:
-        """The last ``limit`` conversation turns of a session as chat messages."""
-        if not self.config.enabled or limit <= 0:
+    async def context_events(self, session_id: str) -> list[dict]:
+        """The session's turn events and ``context_compacted`` summaries, oldest first."""
+        if not self.config.enabled:
             return []
-        return await self._history(session_id, limit)
+        return await self._context_events(session_id)
+
+    async def lock(self, session_id: str, name: str, seconds: float) -> str | None:
+        """Take the lock ``name`` of a session for at most ``seconds``: a token to unlock it
+        with, or None when someone holds it."""
+        token = uuid.uuid4().hex
+        return token if await self._lock(session_id, name, token, seconds) else None
+
+    async def unlock(self, session_id: str, name: str, token: str) -> None:
+        """Give the lock back (only if ``token`` still holds it: it may have expired meanwhile)."""
+        await self._unlock(session_id, name, token)
 
     async def flush(self) -> None:
         """Wait until every event recorded so far is stored (the local backend stores at once)."""
@@ -152,7 +164,13 @@ class Memory(ABC):
     async def _owner(self, session_id: str) -> str | None: ...
 
     @abstractmethod
-    async def _history(self, session_id: str, limit: int) -> list[dict]: ...
+    async def _context_events(self, session_id: str) -> list[dict]: ...
+
+    @abstractmethod
+    async def _lock(self, session_id: str, name: str, token: str, seconds: float) -> bool: ...
+
+    @abstractmethod
+    async def _unlock(self, session_id: str, name: str, token: str) -> None: ...
 
 
 def create_memory(config: MemorySettings, agent_name: str) -> Memory:
@@ -166,5 +184,5 @@ def create_memory(config: MemorySettings, agent_name: str) -> Memory:
     return LocalMemory(config)
 
 
-__all__ = ["ANONYMOUS", "EVENT_TYPES", "Memory", "MemoryUnavailable", "create_memory", "make_event", "new_event_id",
-           "new_session_id", "turns"]
+__all__ = ["ANONYMOUS", "COMPACTED", "CONTEXT_EVENTS", "EVENT_TYPES", "Memory", "MemoryUnavailable", "create_memory", "make_event", "new_event_id",
+           "new_session_id"]

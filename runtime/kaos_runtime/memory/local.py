@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections import OrderedDict, deque
 
 from ..core.settings import MemorySettings
-from . import ANONYMOUS, Memory, turns
+from . import ANONYMOUS, CONTEXT_EVENTS, Memory
 
 
 class LocalMemory(Memory):
@@ -23,6 +24,7 @@ class LocalMemory(Memory):
         self._sessions_by_id: OrderedDict[str, deque] = OrderedDict()
         self._owners: dict[str, str] = {}
         self._sequence = itertools.count()
+        self._locks: dict[tuple[str, str], tuple[str, float]] = {}  # (session, name) -> (token, expiry)
 
     def _session(self, session_id: str) -> deque:
         """The session's events, made the most recently active (created if new)."""
@@ -75,5 +77,19 @@ class LocalMemory(Memory):
     async def _sessions(self, owner: str | None) -> list[str]:
         return self._owned(owner)
 
-    async def _history(self, session_id: str, limit: int) -> list[dict]:
-        return turns([event for _, event in self._sessions_by_id.get(session_id, ())], limit)
+
+    async def _context_events(self, session_id: str) -> list[dict]:
+        return [event for _, event in self._sessions_by_id.get(session_id, ()) if event["event_type"] in CONTEXT_EVENTS]
+
+    async def _lock(self, session_id: str, name: str, token: str, seconds: float) -> bool:
+        now = time.monotonic()
+        for key in [key for key, (_, expiry) in self._locks.items() if expiry <= now]:
+            del self._locks[key]
+        if (session_id, name) in self._locks:
+            return False
+        self._locks[(session_id, name)] = (token, now + seconds)
+        return True
+
+    async def _unlock(self, session_id: str, name: str, token: str) -> None:
+        if self._locks.get((session_id, name), ("",))[0] == token:
+            del self._locks[(session_id, name)]

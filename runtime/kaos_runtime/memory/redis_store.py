@@ -10,6 +10,8 @@ chart sets ``kaos:<namespace>:agent:<name>``):
                    as ``<seq>\\t<event_type>\\t<event JSON>``.
 - ``P:owner:<id>`` string: the session's owner (with authentication on), set once (``claim``),
                    expiring and dropped with the session's list.
+- ``P:lock:<name>:<id>`` string: a lock on the session (``lock``: SET NX with an expiry; ``unlock``
+                   deletes it only while it holds the same token).
 
 Every operation is one Lua script (atomic in Redis, one round trip): a write appends, trims
 the list to ``MEMORY_MAX_SESSION_EVENTS`` (oldest first) and drops the least recently active
@@ -28,7 +30,7 @@ all the events that arrived meanwhile, from every request. A request does not wa
 first events; they are sent within ``FLUSH_DELAY`` (5 ms), or at once with the event that ends
 a turn (``agent_response``), which the request does wait for, with every event queued before
 it: an answer is only given once its turn is stored, and a quick turn costs one round trip.
-Reads (``history``, ``events``, ``sessions``) first wait for what is queued to be written, so
+Reads (``context_events``, ``events``, ``sessions``) first wait for what is queued to be written, so
 this process always reads its own writes.
 
 When Redis cannot be reached, each call raises ``MemoryUnavailable``; the session of the
@@ -51,7 +53,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..core.settings import MemorySettings
-from . import ANONYMOUS, TURN_ROLES, Memory, MemoryUnavailable, make_event
+from . import ANONYMOUS, CONTEXT_EVENTS, Memory, MemoryUnavailable, make_event
 
 log = logging.getLogger("kaos_runtime.memory")
 
@@ -211,9 +213,9 @@ if not redis.call('ZSCORE', KEYS[1], ARGV[4]) then return false end
 return redis.call('GET', KEYS[2]) or ARGV[5]
 """
 
-# KEYS: the session's list. ARGV: limit, the turn event types joined by ','. Returns the last
-# `limit` turn entries, oldest first.
-_HISTORY = """
+# KEYS: the session's list. ARGV: limit, the event types joined by ','. Returns the last `limit`
+# entries of those types, oldest first.
+_CONTEXT = """
 local limit = tonumber(ARGV[1])
 local turn = {}
 for kind in string.gmatch(ARGV[2], '[^,]+') do turn[kind] = true end
@@ -227,6 +229,12 @@ for i = #entries, 1, -1 do
   end
 end
 return found
+"""
+
+# KEYS: the lock. ARGV: the token. Deletes the lock only while this token holds it.
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 """
 
 
@@ -280,9 +288,10 @@ class RedisMemory(Memory):
         self._record_script = self.client.register_script(_RECORD)
         self._events_script = self.client.register_script(_EVENTS)
         self._sessions_script = self.client.register_script(_SESSIONS)
-        self._history_script = self.client.register_script(_HISTORY)
+        self._context_script = self.client.register_script(_CONTEXT)
         self._claim_script = self.client.register_script(_CLAIM)
         self._owner_script = self.client.register_script(_OWNER)
+        self._unlock_script = self.client.register_script(_UNLOCK)
         self._outages: OrderedDict[str, str] = OrderedDict()  # session id -> what failed
         # The group commit: events queued, and who waits for them, until the writer takes them.
         self._queue: list[tuple[str, str]] = []  # (session id, `<type>\t<JSON>`)
@@ -443,8 +452,23 @@ class RedisMemory(Memory):
                                 [self._sessions_key, self._owner_prefix + session_id],
                                 [self._list_prefix, self._owner_prefix, self._ttl_ms, session_id, ANONYMOUS])
 
-    async def _history(self, session_id: str, limit: int) -> list[dict]:
-        entries = await self._call("history", self._history_script, [self.session_key(session_id)],
-                                   [limit, ",".join(TURN_ROLES)], session_id)
-        return [{"role": TURN_ROLES[event["event_type"]], "content": str(event["content"])}
-                for event in map(_event_of, entries)]
+    async def _context_events(self, session_id: str) -> list[dict]:
+        entries = await self._call("context", self._context_script, [self.session_key(session_id)],
+                                   [self.config.max_session_events, ",".join(CONTEXT_EVENTS)], session_id)
+        return [_event_of(entry) for entry in entries]
+
+    def _lock_key(self, session_id: str, name: str) -> str:
+        return f"{self.prefix}:lock:{name}:{session_id}"
+
+    async def _lock(self, session_id: str, name: str, token: str, seconds: float) -> bool:
+        try:
+            return bool(await self.client.set(self._lock_key(session_id, name), token, nx=True,
+                                              px=max(1, int(seconds * 1000))))
+        except RedisError as error:
+            raise self._unavailable("lock", error) from None
+
+    async def _unlock(self, session_id: str, name: str, token: str) -> None:
+        try:
+            await self._unlock_script(keys=[self._lock_key(session_id, name)], args=[token])
+        except RedisError as error:
+            raise self._unavailable("unlock", error) from None

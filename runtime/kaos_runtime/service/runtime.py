@@ -126,6 +126,7 @@ class Runtime:
         await self.tools.close()
         await self.peers.close()
         await self.model.close()
+        await self.agent.context.close()
         await self.http.close()
         await self.memory.close()
         await self.budget.close()

@@ -6,7 +6,7 @@ import * as store from '../store.js';
 
 export const EVENT_TYPES = ['user_message', 'task_delegation_received', 'tool_call', 'tool_result', 'delegation_request',
   'delegation_response', 'delegation_error', 'approval_requested', 'approval_granted', 'approval_rejected',
-  'approval_expired', 'agent_response', 'error'];
+  'approval_expired', 'context_compacted', 'agent_response', 'error'];
 const REFRESH_MS = 3000;
 
 function option(value, label, selected) {
