@@ -39,9 +39,11 @@ def base_url(registry: Registry, insecure: bool) -> str:
     return f"{'http' if insecure else 'https'}://{registry.host}"
 
 
-async def manifest_problem(registry: Registry, model: str, insecure: bool, timeout: float = 10.0) -> str | None:
-    """None when the mirror serves the model's manifest to an anonymous reader (as Ollama pulls);
-    otherwise what went wrong, naming the URL tried."""
+async def manifest_problem(registry: Registry, model: str, insecure: bool, *, refused_ok: bool = False,
+                           timeout: float = 10.0) -> str | None:
+    """None when the mirror serves the model's manifest to an anonymous reader (or, with
+    ``refused_ok``, asks for the credentials the reader has); otherwise what went wrong, naming
+    the URL tried."""
     url = base_url(registry, insecure) + registry.manifest_path(model)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
@@ -51,8 +53,10 @@ async def manifest_problem(registry: Registry, model: str, insecure: bool, timeo
     if response.status_code == 200:
         return None
     if response.status_code in (401, 403):
-        return (f"GET {url} answered {response.status_code}: Ollama pulls without credentials, so the mirror must let "
-                "the cluster read anonymously")
+        if refused_ok:
+            return None
+        return (f"GET {url} answered {response.status_code}: the mirror wants credentials; give them with the "
+                "platform's hosted.credentialsSecret")
     return f"GET {url} answered {response.status_code}"
 
 

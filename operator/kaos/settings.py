@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     hosted_registry: str = ""
     # The mirror speaks plain HTTP (Ollama's pull --insecure).
     hosted_registry_insecure: bool = False
+    # A Secret (keys username and password, as type kubernetes.io/basic-auth has them) in the
+    # namespace of each Hosted ModelAPI, with the mirror's credentials; empty: anonymous reads.
+    hosted_registry_secret: str = ""
     # The workload charts, and the CRDs under kaos/files/crds.
     charts_dir: Path = REPO_CHARTS_DIR
     # The helm program; empty: the helm on PATH.

@@ -23,7 +23,7 @@ def test_with_a_mirror_upstreams_shape_runs_ollama_fetching_from_the_mirror():
     values = result.values["hosted"]
     assert values["engine"] == "ollama" and values["model"] == "smollm2:135m"
     assert values["mirror"] == {"registry": "oci://10.244.0.1:15000/models",
-                                "reference": "10.244.0.1:15000/models/smollm2:135m", "insecure": True,
+                                "reference": "10.244.0.1:15000/models/smollm2:135m", "insecure": True, "secretName": "",
                                 "fetchImage": {"repository": "python", "tag": "3.12-slim", "pullPolicy": "IfNotPresent"}}
     assert result.endpoint.endswith(":11434")  # upstream's shape: Ollama's port
 

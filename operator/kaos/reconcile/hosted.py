@@ -70,10 +70,10 @@ def engine(spec: Mapping[str, Any], mirrored: bool = False) -> str:
     return OLLAMA
 
 
-def mirror(spec: Mapping[str, Any], registry: str, insecure: bool) -> dict[str, Any]:
-    """Where an Ollama ModelAPI pulls its model from the platform's mirror, as the chart takes it
-    ({registry, reference, insecure}); empty without a mirror, or when it creates the model from
-    gguf.path."""
+def mirror(spec: Mapping[str, Any], registry: str, insecure: bool, secret: str = "") -> dict[str, Any]:
+    """Where an Ollama ModelAPI gets its model from the platform's mirror, as the chart takes it
+    ({registry, reference, insecure, secretName}); empty without a mirror, or when it creates the
+    model from gguf.path."""
     if not registry or ollama_gguf(spec):
         return {}
     parsed = parse_registry(registry)
@@ -82,7 +82,7 @@ def mirror(spec: Mapping[str, Any], registry: str, insecure: bool) -> dict[str, 
         reference = parsed.reference(model)
     except ValueError as error:
         raise HostedConfigError(f"hostedConfig.model: {error}; the platform's model mirror is {parsed}") from None
-    return {"registry": str(parsed), "reference": reference, "insecure": insecure}
+    return {"registry": str(parsed), "reference": reference, "insecure": insecure, "secretName": secret}
 
 
 def ollama_gguf(spec: Mapping[str, Any]) -> dict[str, str]:

@@ -183,7 +183,8 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
             hosted_image = image_values(container.get("image"), settings.ollama_image)
             if created_from := ollama_gguf(spec):
                 hosted_extra["gguf"] = created_from
-            if mirrored := mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure):
+            if mirrored := mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure,
+                                  settings.hosted_registry_secret):
                 hosted_extra["mirror"] = {**mirrored, "fetchImage": settings.model_fetch_image.values()}
     else:
         proxy_image = image_values(container.get("image"), settings.litellm_image)
