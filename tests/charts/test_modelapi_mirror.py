@@ -7,10 +7,14 @@ pull` from that registry fails (no redirect for its blobs): why the chart fetche
 
 from __future__ import annotations
 
+import base64
+import http.server
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -155,3 +159,88 @@ def test_push_says_what_is_wrong(registry):
     ]:
         result = push(*args)
         assert result.returncode == 1 and expected in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+class _TokenGate(http.server.BaseHTTPRequestHandler):
+    """A registry that wants credentials, as a cloud registry does: a Bearer token from its token
+    service (/token, Basic ci:secret), then it forwards to the real registry behind it."""
+
+    upstream = ""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _gate(self) -> bool:
+        if self.path.startswith("/token"):
+            good = "Basic " + base64.b64encode(b"ci:secret").decode()
+            body = json.dumps({"token": "t0k"}).encode() if self.headers.get("Authorization") == good else b""
+            self.send_response(200 if body else 401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return False
+        if self.headers.get("Authorization") != "Bearer t0k":
+            host = self.headers["Host"]
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer realm="http://{host}/token",service="mirror",scope="pull"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
+        return True
+
+    def _forward(self):
+        if not self._gate():
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")}
+        answer = httpx.request(self.command, self.upstream + self.path, content=body, headers=headers, timeout=60)
+        self.send_response(answer.status_code)
+        for key in ("Location", "Content-Type", "Docker-Content-Digest"):
+            if key in answer.headers:
+                self.send_header(key, answer.headers[key])
+        self.send_header("Content-Length", answer.headers.get("Content-Length", str(len(answer.content))))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.content)
+
+    do_GET = do_HEAD = do_POST = do_PUT = _forward
+
+
+@pytest.fixture
+def gated(registry):
+    handler = type("Gate", (_TokenGate,), {"upstream": f"http://{registry.host}"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_registry_that_wants_credentials_gets_them_from_push_and_from_the_fetch_step(gated, tmp_path):
+    push = [sys.executable, "-m", "kaos.cli", "models", "push", "tiny:1", "--from", str(GGUF), "--to",
+            f"oci://{gated}/models", "--insecure", "--ollama", OLLAMA]
+    refused = subprocess.run(push, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "401" in refused.stderr, refused.stderr
+    pushed = subprocess.run([*push, "--username", "ci", "--password-stdin"], input="secret\n",
+                            capture_output=True, text=True, timeout=120)
+    assert pushed.returncode == 0, pushed.stderr
+
+    step = fetch_step(gated, "tiny:1")
+    anonymous = run_step(step, tmp_path / "anonymous")
+    assert anonymous.returncode == 1 and "401" in anonymous.stderr and "tiny:1" in anonymous.stderr, anonymous.stderr
+    step["env"] += [{"name": "REGISTRY_USERNAME", "value": "ci"}, {"name": "REGISTRY_PASSWORD", "value": "secret"}]
+    fetched = run_step(step, tmp_path / "models")
+    assert fetched.returncode == 0, fetched.stderr
+    assert (tmp_path / "models" / "manifests" / "registry.ollama.ai" / "library" / "tiny" / "1").is_file()
+
+
+def test_the_chart_gives_the_fetch_step_the_credentials_secret():
+    values = {"name": "llm", "mode": "Hosted", "hosted": {"engine": "ollama", "model": MODEL, "mirror": {
+        "registry": "oci://r:5000/models", "reference": f"r:5000/models/{MODEL}", "secretName": "mirror-creds"}}}
+    (step,) = one(render("modelapi", values), "Deployment")["spec"]["template"]["spec"]["initContainers"]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in step["env"] if "valueFrom" in e}
+    assert refs == {"REGISTRY_USERNAME": {"name": "mirror-creds", "key": "username"},
+                    "REGISTRY_PASSWORD": {"name": "mirror-creds", "key": "password"}}
