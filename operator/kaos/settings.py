@@ -19,6 +19,7 @@ import yaml
 from pydantic import Field, PositiveFloat, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+from kaos.model_mirror import parse_registry
 from kaos.request_guard import parse_host
 
 PREFIX = "KAOS_"
@@ -78,6 +79,15 @@ class Settings(BaseSettings):
     modelfetch_image_repository: str = "python"
     modelfetch_image_tag: str = "3.12-slim"
     modelfetch_image_pull_policy: str = "IfNotPresent"
+    # The model mirror (air-gapped clusters): an OCI registry holding Ollama models, as
+    # oci://<host>[:port]/<namespace>. Set, a Hosted ModelAPI that names only hostedConfig.model
+    # runs Ollama and pulls <host>/<namespace>/<model>:<tag> from there, never from the internet.
+    hosted_registry: str = ""
+    # The mirror speaks plain HTTP (Ollama's pull --insecure).
+    hosted_registry_insecure: bool = False
+    # A Secret (keys username and password, as type kubernetes.io/basic-auth has them) in the
+    # namespace of each Hosted ModelAPI, with the mirror's credentials; empty: anonymous reads.
+    hosted_registry_secret: str = ""
     # The workload charts, and the CRDs under kaos/files/crds.
     charts_dir: Path = REPO_CHARTS_DIR
     # The helm program; empty: the helm on PATH.
@@ -149,6 +159,13 @@ class Settings(BaseSettings):
             return cls(**variables())
         except ValidationError as error:
             raise SettingsError("; ".join(_explain(problem) for problem in error.errors())) from None
+
+    @field_validator("hosted_registry")
+    @classmethod
+    def _mirror(cls, value: str) -> str:
+        if value:
+            parse_registry(value)  # ValueError: says what is wrong
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -14,7 +14,7 @@ import httpx
 import yaml
 
 from kaos.api import AGENT, KIND_ALIASES, TRIGGER, label_problem, name_problems
-from kaos.cli import approvals, display
+from kaos.cli import approvals, display, models
 from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
@@ -419,6 +419,7 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(run=cmd_trigger_run)
 
     _approvals_parser(commands)
+    models.add_parser(commands)
 
     down = commands.add_parser("down", help="stop the control plane and every process it started")
     down.set_defaults(run=cmd_down)

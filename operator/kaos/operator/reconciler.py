@@ -24,6 +24,7 @@ from kaos.backoff import Backoff
 from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
+from kaos.model_mirror import missing_message, parse_registry
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
     DEPLOY,
@@ -38,6 +39,7 @@ from kaos.reconcile import (
     release_name,
     status,
 )
+from kaos.registry_client import manifest_problem
 from kaos.settings import Settings, variable
 
 _UNSET = object()  # no helm run in this process yet: the deployed revision may already be the plan
@@ -49,9 +51,23 @@ class HelmFailure:
     command: str
     message: str
     delay: float
+    reason = "HelmFailed"
 
     def describe(self) -> str:
         return f"helm {self.command} failed: {self.message} (retrying in {self.delay:g}s)"
+
+
+@dataclass
+class MirrorFailure:
+    """A Hosted ModelAPI's model is not in the platform's model mirror: nothing is deployed (its
+    pod could only fail), and the mirror is asked again with the same backoff as helm."""
+
+    message: str
+    delay: float
+    reason = "ModelNotInMirror"
+
+    def describe(self) -> str:
+        return f"{self.message} (checking again in {self.delay:g}s)"
 
 
 @dataclass(frozen=True)
@@ -62,12 +78,12 @@ class Outcome:
     inputs: tuple  # the fingerprint it was planned from
     resource: dict
     plan: Plan
-    failure: HelmFailure | None
+    failure: HelmFailure | MirrorFailure | None
 
     def status(self, ready_replicas: int | None, replicas: int | None) -> dict:
         """The status it means with these replica counts (without tools and transition times)."""
         desired = status(self.resource, self.plan, ready_replicas, replicas)
-        return failed(desired, self.failure.describe(), reason="HelmFailed") if self.failure else desired
+        return failed(desired, self.failure.describe(), reason=self.failure.reason) if self.failure else desired
 
 
 @dataclass
@@ -76,7 +92,7 @@ class Record:
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     outcome: Outcome | None = None  # of the last converge
-    failure: HelmFailure | None = None  # of the last helm run, until one succeeds
+    failure: HelmFailure | MirrorFailure | None = None  # of the last helm run (or mirror check), until one succeeds
     applied: Any = _UNSET  # the values of the last successful helm run
     deployment_seen: bool = False  # the index has shown the release's Deployment since
 
@@ -181,12 +197,16 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
 
 
 async def _converge_release(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,
-                            force: bool) -> HelmFailure | None:
-    """Helm, when the values differ from the last successful run; the helm failure that stands."""
+                            force: bool) -> HelmFailure | MirrorFailure | None:
+    """Helm, when the values differ from the last successful run; the failure that stands."""
     values = current.values
     if record.applied == values:
         return None
     if not force and state.backoff.blocked(ref):
+        return record.failure
+    if problem := await _mirror_problem(values):
+        record.failure = MirrorFailure(problem, state.backoff.fail(ref))
+        logger.warning(record.failure.describe())
         return record.failure
     if record.applied is _UNSET and values is not None \
             and await _already_deployed(ref, current, state, logger):
@@ -208,6 +228,20 @@ async def _converge_release(ref: Ref, record: Record, current: Plan, state: Oper
         return record.failure
     _succeeded(ref, record, values, state)
     return None
+
+
+async def _mirror_problem(values) -> str | None:
+    """Why a Hosted ModelAPI cannot get its model from the platform's model mirror (None: it can,
+    or it does not use one). The pod would fetch it anonymously unless it has credentials, so
+    a refusal counts only without them."""
+    hosted = (values or {}).get("hosted") or {}
+    mirror = hosted.get("mirror") or {}
+    if (values or {}).get("mode") != "Hosted" or not mirror.get("reference"):
+        return None
+    registry = parse_registry(mirror["registry"])
+    problem = await manifest_problem(registry, hosted["model"], bool(mirror.get("insecure")),
+                                     refused_ok=bool(mirror.get("secretName")))
+    return missing_message(hosted["model"], registry, problem) if problem else None
 
 
 def _succeeded(ref: Ref, record: Record, values, state: OperatorState) -> None:

@@ -17,7 +17,7 @@ MCP_PATH = "/mcp"
 
 def service_port(resource: Mapping[str, Any], settings) -> int:
     spec = resource.get("spec") or {}
-    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted" and engine(spec) == OLLAMA:
+    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry)) == OLLAMA:
         return OLLAMA_PORT
     if resource.get("kind") == MCPSERVER:
         entry = settings.mcp_runtimes.get(spec.get("runtime")) or {}

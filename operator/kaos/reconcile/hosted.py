@@ -17,11 +17,18 @@ A llama.cpp GGUF comes from exactly one of:
 Ollama pulls ``model`` from its registry, or with ``engine: ollama`` and ``gguf.path`` creates
 it from that file (a Modelfile ``FROM`` it): a cluster without the internet serves a model on
 its nodes.
+
+With the platform's model mirror (``hosted.registry``, kaos.model_mirror), a Hosted ModelAPI
+that names no engine and no GGUF runs Ollama (upstream KAOS's engine, what its users' manifests
+expect on port 11434) whose init step fetches ``<host>/<namespace>/<model>:<tag>`` from the mirror
+instead of pulling from Ollama's public registry: never from the internet.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from kaos.model_mirror import parse_registry
 
 LLAMACPP, OLLAMA = "llamacpp", "ollama"
 OLLAMA_IMAGE = "ollama/ollama"
@@ -49,17 +56,33 @@ def _is_ollama_image(reference: str) -> bool:
     return repository.removeprefix("docker.io/").removeprefix("library/") == OLLAMA_IMAGE
 
 
-def engine(spec: Mapping[str, Any]) -> str:
-    """The engine of a Hosted ModelAPI: ``llamacpp`` or ``ollama``."""
+def engine(spec: Mapping[str, Any], mirrored: bool = False) -> str:
+    """The engine of a Hosted ModelAPI: ``llamacpp`` or ``ollama``. ``mirrored``: the platform has
+    a model mirror (then a model named alone runs Ollama, pulled from the mirror)."""
     hosted = _hosted(spec)
     if hosted.get("engine"):
         return hosted["engine"]
     if any((hosted.get("gguf") or {}).get(source) for source in SOURCES):
         return LLAMACPP
     image = (spec.get("container") or {}).get("image") or ""
-    if hosted.get("model") in PACKAGED_MODELS and not _is_ollama_image(image):
+    if hosted.get("model") in PACKAGED_MODELS and not _is_ollama_image(image) and not mirrored:
         return LLAMACPP
     return OLLAMA
+
+
+def mirror(spec: Mapping[str, Any], registry: str, insecure: bool, secret: str = "") -> dict[str, Any]:
+    """Where an Ollama ModelAPI gets its model from the platform's mirror, as the chart takes it
+    ({registry, reference, insecure, secretName}); empty without a mirror, or when it creates the
+    model from gguf.path."""
+    if not registry or ollama_gguf(spec):
+        return {}
+    parsed = parse_registry(registry)
+    model = _hosted(spec).get("model") or ""
+    try:
+        reference = parsed.reference(model)
+    except ValueError as error:
+        raise HostedConfigError(f"hostedConfig.model: {error}; the platform's model mirror is {parsed}") from None
+    return {"registry": str(parsed), "reference": reference, "insecure": insecure, "secretName": secret}
 
 
 def ollama_gguf(spec: Mapping[str, Any]) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from kaos.api import name_problems
 from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
-from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, ollama_gguf
+from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, mirror, ollama_gguf
 from kaos.reconcile.models import (
     ModelConfigError,
     admitted,
@@ -101,7 +101,7 @@ def _check_auth(resource, settings) -> None:
                            "Agent has no authentication (spec.auth.apiKeys or spec.auth.oidc): without it every "
                            "caller is anonymous; add one, or remove them")
     elif kind == MODELAPI:
-        ollama = spec.get("mode") == "Hosted" and engine(spec) == OLLAMA
+        ollama = spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry)) == OLLAMA
         if ollama and (guarded or settings.auth_required):
             reason = "spec.auth asks for keys" if guarded else f"{required}, and"
             raise _Invalid(f"{reason} a Hosted ModelAPI on Ollama cannot require a key, so it is not deployed "
@@ -131,7 +131,11 @@ def _modelapi(resource, settings) -> dict[str, Any]:
         if not (spec.get("hostedConfig") or {}).get("model"):
             raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
         try:
-            gguf(spec) if engine(spec) == LLAMACPP else ollama_gguf(spec)
+            if engine(spec, bool(settings.hosted_registry)) == LLAMACPP:
+                gguf(spec)
+            else:
+                ollama_gguf(spec)
+                mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure)
         except HostedConfigError as error:
             raise _Invalid(str(error)) from None
         return modelapi_values(resource, settings)

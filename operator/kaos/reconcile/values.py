@@ -10,7 +10,7 @@ import copy
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import workload_of_url
-from kaos.reconcile.hosted import LLAMACPP, engine, gguf, ollama_gguf
+from kaos.reconcile.hosted import LLAMACPP, engine, gguf, mirror, ollama_gguf
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import a2a_peer_urls, ref_of
 
@@ -174,7 +174,7 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
     proxy_image = settings.litellm_image.values()
     hosted_extra: dict[str, Any] = {}
     if spec.get("mode") == "Hosted":
-        hosted_extra["engine"] = engine(spec)
+        hosted_extra["engine"] = engine(spec, bool(settings.hosted_registry))
         if hosted_extra["engine"] == LLAMACPP:
             hosted_extra["llamacpp"] = {
                 "image": image_values(container.get("image"), settings.llamacpp_image),
@@ -185,6 +185,9 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
             hosted_image = image_values(container.get("image"), settings.ollama_image)
             if created_from := ollama_gguf(spec):
                 hosted_extra["gguf"] = created_from
+            if mirrored := mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure,
+                                  settings.hosted_registry_secret):
+                hosted_extra["mirror"] = {**mirrored, "fetchImage": settings.model_fetch_image.values()}
     else:
         proxy_image = image_values(container.get("image"), settings.litellm_image)
     return {
