@@ -161,7 +161,7 @@ def test_crd_dir_comes_from_kaos_charts_dir(tmp_path, monkeypatch):
         crds.validate(agent())
     monkeypatch.delenv("KAOS_CHARTS_DIR")
     assert crds.default_crd_dir() == ROOT / "charts" / "kaos" / "files" / "crds"
-    assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer", "Trigger"}
+    assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer", "Trigger", "MemoryStore"}
 
 
 def test_the_offline_model_of_the_examples_answers_in_real_litellm(tmp_path):
