@@ -59,6 +59,20 @@ def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
     return aligned(rows)
 
 
+def memory_store_table(resources: list[dict], show_namespace: bool = False) -> str:
+    """MemoryStores: NAME, STORAGE, SCOPE, EMBEDDING (modelAPI/model), PHASE, MESSAGE (why Degraded)."""
+    rows = [(["NAMESPACE"] if show_namespace else []) + ["NAME", "STORAGE", "SCOPE", "EMBEDDING", "PHASE", "MESSAGE"]]
+    for resource in resources:
+        spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
+        embedding = (spec.get("models") or {}).get("embedding") or {}
+        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row += [metadata.get("name", ""), (spec.get("storage") or {}).get("type") or "local", spec.get("scope") or "user",
+                f"{embedding.get('modelAPI', '')}/{embedding.get('model', '')}", status.get("phase") or "Pending",
+                status.get("message") or "-"]
+        rows.append(row)
+    return aligned(rows)
+
+
 def table(resources: list[dict], show_namespace: bool = False) -> str:
     """A kubectl-like table of one kind: NAME, MODEL, READY, PHASE, ENDPOINT."""
     if not resources:
@@ -66,6 +80,8 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
     kind = resources[0].get("kind")
     if kind == "Trigger":
         return trigger_table(resources, show_namespace)
+    if kind == "MemoryStore":
+        return memory_store_table(resources, show_namespace)
     header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
     rows = [header]
     for resource in resources:
