@@ -86,6 +86,8 @@ MEMORYSTORE_NAMES = TriggerNames(MEMORYSTORE, "memorystores", ("memstore", "mems
 SERVED_KINDS = (*KINDS, TRIGGER, MEMORYSTORE)
 
 PLURALS = {kind: names.plural for kind, names in NAMES.items()}
+# The plural of every served kind (the API paths /apis/kaos.tools/v1alpha1/.../<plural>).
+SERVED_PLURALS = {**PLURALS, TRIGGER: TRIGGER_NAMES.plural, MEMORYSTORE: MEMORYSTORE_NAMES.plural}
 CHART_OF = {kind: names.chart for kind, names in NAMES.items()}
 KIND_OF_CHART = {names.chart: kind for kind, names in NAMES.items()}
 SEGMENT_OF = {kind: names.segment for kind, names in NAMES.items()}

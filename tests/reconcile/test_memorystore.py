@@ -165,3 +165,13 @@ def test_an_agent_deploys_with_a_degraded_store():
 def test_an_agent_without_a_store_has_no_long_term_memory():
     result = plan(agent(), {Ref("ModelAPI", NS, "llm"): modelapi("llm")}, SETTINGS, endpoint_of)
     assert "longTermMemory" not in result.values
+
+
+def test_the_status_written_fits_the_crd_status_schema():
+    for resource in (ready_store(), store()):
+        if not resource["status"]:
+            resource["status"] = probed(resource, {}, None)
+        conditions = [{**c, "lastTransitionTime": "2026-01-01T00:00:00Z"} for c in resource["status"]["conditions"]]
+        manifest = {**resource, "apiVersion": "kaos.tools/v1alpha1", "metadata": {"name": "facts", "namespace": NS},
+                    "status": {**resource["status"], "conditions": conditions}}
+        crds.validate(manifest)

@@ -108,8 +108,9 @@ def progress_line(resource: dict) -> str:
 
 
 def settled(resources: list[dict]) -> bool:
-    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed)."""
-    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended") for r in resources)
+    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed; or a
+    MemoryStore Degraded: its agents run without it until its store or embedder answers)."""
+    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended", "Degraded") for r in resources)
 
 
 def suggested_agent(resources: list[dict]) -> dict | None:
@@ -126,6 +127,9 @@ def where(resource: dict, gateway: str) -> str:
         if spec.get("webhook"):
             return f"POST {gateway}/{metadata['namespace']}/trigger/{metadata['name']}"
         return f"schedule {spec.get('schedule')}, next run {(resource.get('status') or {}).get('nextRun') or '-'}"
+    if resource["kind"] == "MemoryStore":  # no route: the agents that name it serve /memory/long-term
+        storage = (spec.get("storage") or {}).get("type") or "local"
+        return f"{storage} store, collection {(resource.get('status') or {}).get('collection') or '-'}"
     path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
     if resource["kind"] == "MCPServer" and not spec.get("url"):
         path += "/mcp"
@@ -138,7 +142,7 @@ def summary(resources: list[dict], gateway: str) -> str:
     for resource in resources:
         status = resource.get("status") or {}
         state = status.get("phase", "Pending")
-        detail = f"  {status.get('message')}" if state == "Failed" and status.get("message") else ""
+        detail = f"  {status.get('message')}" if state in ("Failed", "Degraded") and status.get("message") else ""
         lines.append(f"  {resource['kind']:<9} {resource['metadata']['name']:<20} {state:<8} "
                      f"{where(resource, gateway)}{detail}")
     agent = suggested_agent(resources)
