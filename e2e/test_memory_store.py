@@ -97,7 +97,7 @@ def assistant(test_namespace, shared_modelapi, embedder) -> str:
 
 
 def chat(namespace: str, agent: str, text: str) -> httpx.Response:
-    return httpx.post(gateway_url(namespace, "Agent", agent) + "/v1/chat/completions",
+    return httpx.post(gateway_url(namespace, "agent", agent) + "/v1/chat/completions",
                       json={"messages": [{"role": "user", "content": text}]}, timeout=120)
 
 
@@ -109,8 +109,9 @@ def test_the_store_is_ready_and_names_its_collection(assistant, test_namespace):
 
 def test_a_remembered_fact_is_listed_found_and_forgotten(assistant, test_namespace, mock_model_server):
     mock_model_server.script([{"tool_calls": [{"name": "remember", "arguments": {"fact": FACT}}]}, "Noted."])
-    assert chat(test_namespace, assistant, "Remember: my favourite colour is green.").status_code == 200
-    gateway = gateway_url(test_namespace, "Agent", assistant).split(f"/{test_namespace}/")[0]
+    answer = chat(test_namespace, assistant, "Remember: my favourite colour is green.")
+    assert answer.status_code == 200, answer.text
+    gateway = gateway_url(test_namespace, "agent", assistant).split(f"/{test_namespace}/")[0]
     memory = AgentMemory(gateway, test_namespace, assistant)
     try:
         listed = wait_until(lambda: [m for m in memory.list()["memories"] if m["text"] == FACT], 60,
@@ -130,7 +131,8 @@ def test_the_embedder_stopped_degrades_the_store_and_the_agent_keeps_answering(a
                             120, what="the MemoryStore Degraded")
         degraded = next(c for c in status["conditions"] if c["type"] == "MemoryDegraded")
         assert degraded["status"] == "True" and degraded["message"].startswith("embedder: ")
-        assert chat(test_namespace, assistant, "Are you still there?").status_code == 200
+        answer = chat(test_namespace, assistant, "Are you still there?")
+        assert answer.status_code == 200, answer.text
     finally:
         embedder.start()
     wait_for_status("MemoryStore", "facts", test_namespace, "Ready", timeout=120)
