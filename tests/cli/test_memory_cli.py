@@ -69,6 +69,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         path, _ = self.record()
+        if self.headers.get("content-type") != "application/json":  # the agent's request guard
+            given = self.headers.get("content-type") or "none"
+            return self.answer(415, {"detail": f"Content-Type must be application/json (got {given})"})
         if path == PATH:
             count, self.server.memories = len(self.server.memories), []
             return self.answer(200, {"agent": "helper", "deleted": count, "total": count})

@@ -40,7 +40,10 @@ class AgentLongTermMemory:
         query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
         path, method = scope["path"], scope["method"]
         self.requests.append((method, path, query, headers.get(b"authorization", b"").decode()))
-        if method == "DELETE" and path.endswith("/memory/long-term"):
+        status = 200
+        if method == "DELETE" and headers.get(b"content-type") != b"application/json":  # the agent's request guard
+            body, status = {"detail": "Content-Type must be application/json (got none)"}, 415
+        elif method == "DELETE" and path.endswith("/memory/long-term"):
             count, self.memories = len(self.memories), []
             body = {"agent": "assistant", "deleted": count, "total": count}
         elif method == "DELETE":
@@ -54,7 +57,7 @@ class AgentLongTermMemory:
             body = {"agent": "assistant", "scope": "user", "memories": list(reversed(self.memories)),
                     "total": len(self.memories)}
         payload = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": payload})
 
 

@@ -44,8 +44,10 @@ class AgentMemory:
         return self._answer(self.http.get(self.url, params=params))
 
     def forget(self, memory_id: str | None) -> dict:
-        """Forget one memory, or every one of the caller's (``memory_id`` None)."""
-        return self._answer(self.http.delete(f"{self.url}/{memory_id}" if memory_id else self.url))
+        """Forget one memory, or every one of the caller's (``memory_id`` None). The agent refuses
+        a write that is not JSON (415), a DELETE without a body included, so it says it is."""
+        url = f"{self.url}/{memory_id}" if memory_id else self.url
+        return self._answer(self.http.delete(url, headers={"content-type": "application/json"}))
 
     def _answer(self, response: httpx.Response) -> dict:
         if response.status_code == 200:

@@ -36,7 +36,8 @@ export function render(main, namespace, name) {
     problem.textContent = '';
     try {
       await request(path(id ? `/${encodeURIComponent(id)}` : ''), id ? `Forgetting ${id}` : 'Forgetting every memory',
-        { method: 'DELETE', signal: controller.signal });
+        // the agent refuses a write that is not JSON (415), a DELETE without a body included
+        { method: 'DELETE', headers: { 'content-type': 'application/json' }, signal: controller.signal });
     } catch (error) {
       if (error.name !== 'AbortError') problem.textContent = error.message;
       return;
