@@ -6,7 +6,7 @@ import pytest
 from tests.charts.rendering import container, env_of, render
 
 BASE = {"name": "coordinator", "modelAPI": {"name": "llm", "url": "http://modelapi-llm.team.svc.cluster.local:8000"}}
-MEMORY = {"enabled": True, "store": "facts", "url": "sqlite:////tmp/kaos-memory/team-facts.db", "urlSecretKeyRef": {},
+MEMORY = {"enabled": True, "store": "facts", "url": "sqlite:///tmp/kaos-memory/team-facts.db", "urlSecretKeyRef": {},
           "collection": "team-facts", "scope": "user",
           "embedding": {"url": "http://modelapi-embedder.team.svc.cluster.local:8000", "model": "bge-small"},
           "extraction": {"url": "", "model": ""}, "retentionDays": 0, "topK": 5}
@@ -28,7 +28,7 @@ def test_no_store_renders_no_variable():
 def test_an_embedded_store():
     assert long_term_env(MEMORY) == {
         "LONG_TERM_MEMORY_ENABLED": "true",
-        "LONG_TERM_MEMORY_STORE_URL": "sqlite:////tmp/kaos-memory/team-facts.db",
+        "LONG_TERM_MEMORY_STORE_URL": "sqlite:///tmp/kaos-memory/team-facts.db",
         "LONG_TERM_MEMORY_COLLECTION": "team-facts",
         "LONG_TERM_MEMORY_SCOPE": "user",
         "LONG_TERM_MEMORY_EMBEDDING_URL": "http://modelapi-embedder.team.svc.cluster.local:8000",

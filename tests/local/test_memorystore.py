@@ -92,7 +92,7 @@ async def test_an_embedded_store_is_ready_and_its_agent_gets_the_sqlite_file(con
     embedder_url = status(control, "ModelAPI", "embedder")["endpoint"]
     assert agent_env(control) == {
         "LONG_TERM_MEMORY_ENABLED": "true",
-        "LONG_TERM_MEMORY_STORE_URL": f"sqlite:///{tmp_path}/home/data/memory/default-facts.db",
+        "LONG_TERM_MEMORY_STORE_URL": f"sqlite://{tmp_path}/home/data/memory/default-facts.db",
         "LONG_TERM_MEMORY_COLLECTION": "default-facts",
         "LONG_TERM_MEMORY_SCOPE": "user",
         "LONG_TERM_MEMORY_EMBEDDING_URL": embedder_url,

@@ -131,7 +131,7 @@ def test_an_agent_of_an_embedded_store_gets_its_file_and_models():
     result = agent_plan(ready_store(), memory_store_dir="/home/me/.kaos/data/memory")
     assert result.phase == DEPLOY
     assert result.values["longTermMemory"] == {
-        "enabled": True, "store": "facts", "url": "sqlite:////home/me/.kaos/data/memory/team-facts.db",
+        "enabled": True, "store": "facts", "url": "sqlite:///home/me/.kaos/data/memory/team-facts.db",
         "urlSecretKeyRef": {}, "collection": "team-facts", "scope": "user",
         "embedding": {"url": "http://modelapi-embedder.team:8000", "model": "bge-small"},
         "extraction": {"url": "", "model": ""}, "retentionDays": 0, "topK": 5,
@@ -139,7 +139,7 @@ def test_an_agent_of_an_embedded_store_gets_its_file_and_models():
 
 
 def test_in_a_cluster_the_embedded_file_is_in_the_pod():
-    assert agent_plan(ready_store()).values["longTermMemory"]["url"] == "sqlite:////tmp/kaos-memory/team-facts.db"
+    assert agent_plan(ready_store()).values["longTermMemory"]["url"] == "sqlite:///tmp/kaos-memory/team-facts.db"
 
 
 def test_an_external_store_from_a_secret_and_an_extraction_model():

@@ -101,8 +101,9 @@ def _model_ref(entry: Mapping[str, Any] | None, field: str) -> ModelRef:
 
 
 def embedded_url(spec: MemoryStoreSpec, directory: str) -> str:
-    """The sqlite URL of the embedded store: one file per MemoryStore in ``directory``."""
-    return f"sqlite:///{(directory or CLUSTER_EMBEDDED_DIR).rstrip('/')}/{spec.collection}.db"
+    """The sqlite URL of the embedded store, one file per MemoryStore in the absolute ``directory``:
+    ``sqlite://`` and the file's absolute path (``sqlite:///tmp/kaos-memory/team-facts.db``)."""
+    return f"sqlite://{(directory or CLUSTER_EMBEDDED_DIR).rstrip('/')}/{spec.collection}.db"
 
 
 @dataclass(frozen=True)
