@@ -17,6 +17,10 @@ API_VERSION = f"{GROUP}/{VERSION}"
 AGENT, MODELAPI, MCPSERVER = "Agent", "ModelAPI", "MCPServer"
 # Sends messages to an Agent on a schedule or a signed webhook; it deploys no workload of its own.
 TRIGGER = "Trigger"
+# Long-term memory: where an Agent's durable facts live and which ModelAPI embeds them; it deploys
+# no workload of its own (the agent reaches the store), its status says whether the store and the
+# embedder answer.
+MEMORYSTORE = "MemoryStore"
 
 # Helm's limit on a release name; each resource becomes the release "<chart>-<name>".
 HELM_RELEASE_NAME_MAX = 53
@@ -76,10 +80,14 @@ class TriggerNames(NamedTuple):
 
 
 TRIGGER_NAMES = TriggerNames(TRIGGER, "triggers", ("trigger",), "trigger")
-# Every kind the API serves (a CRD each): the workload kinds, then Trigger.
-SERVED_KINDS = (*KINDS, TRIGGER)
+# No route of its own (an agent serves /memory/long-term): its segment names it in the console only.
+MEMORYSTORE_NAMES = TriggerNames(MEMORYSTORE, "memorystores", ("memstore", "memstores"), "memorystore")
+# Every kind the API serves (a CRD each): the workload kinds, then Trigger and MemoryStore.
+SERVED_KINDS = (*KINDS, TRIGGER, MEMORYSTORE)
 
 PLURALS = {kind: names.plural for kind, names in NAMES.items()}
+# The plural of every served kind (the API paths /apis/kaos.tools/v1alpha1/.../<plural>).
+SERVED_PLURALS = {**PLURALS, TRIGGER: TRIGGER_NAMES.plural, MEMORYSTORE: MEMORYSTORE_NAMES.plural}
 CHART_OF = {kind: names.chart for kind, names in NAMES.items()}
 KIND_OF_CHART = {names.chart: kind for kind, names in NAMES.items()}
 SEGMENT_OF = {kind: names.segment for kind, names in NAMES.items()}
@@ -87,7 +95,7 @@ KIND_OF_SEGMENT = {names.segment: kind for kind, names in NAMES.items()}
 # What kubectl accepts for a kind, lower case: singular, plural and short names.
 KIND_ALIASES = {
     alias: kind
-    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES}.items()
+    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES, MEMORYSTORE: MEMORYSTORE_NAMES}.items()
     for alias in (names.singular, names.plural, *names.short_names)
 }
 
@@ -105,6 +113,8 @@ def name_limit(kind: str) -> NameLimit:
     its limit, and the tightest place wins."""
     if kind == TRIGGER:
         return NameLimit(DNS_LABEL_MAX, f"the path segment of its webhook must be a DNS label of {DNS_LABEL_MAX}")
+    if kind == MEMORYSTORE:
+        return NameLimit(DNS_LABEL_MAX, f"a resource name is a DNS label of {DNS_LABEL_MAX}")
     names = NAMES[kind]
     places = [
         (HELM_RELEASE_NAME_MAX, names.chart, f"the Helm release {names.chart}-<name> must fit in {HELM_RELEASE_NAME_MAX}"),

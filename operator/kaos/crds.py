@@ -31,6 +31,8 @@ RULES: dict[str, Callable[[dict], bool]] = {
     "self.mode != 'Hosted' || !has(self.autoscaling)": lambda spec: spec["mode"] != "Hosted" or "autoscaling" not in spec,
     "!has(self.url) || !has(self.autoscaling)": lambda spec: not ("url" in spec and "autoscaling" in spec),
     "size(self.tools) > 0 || self.fromAnnotations": lambda approval: bool(approval["tools"]) or approval["fromAnnotations"],
+    "self.type != 'external' || has(self.external)": lambda storage: storage["type"] != "external" or "external" in storage,
+    "has(self.url) != has(self.connectionSecretRef)": lambda external: ("url" in external) != ("connectionSecretRef" in external),
 }
 
 

@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     # platform chart's memory.redis) for a redis Agent that gives no URL of its own.
     memory_backend: Literal["local", "redis"] = "local"
     memory_redis_url: str = ""
+    # Where an Agent keeps the embedded long-term memory of a MemoryStore with storage local (a
+    # sqlite-vec file <namespace>-<name>.db); empty: /tmp/kaos-memory in the agent's container.
+    # `kaos up` sets <KAOS_HOME>/data/memory.
+    memory_store_dir: str = ""
     # The MCP runtime registry: name -> {image, command, args, env, port, path} (JSON or YAML).
     mcp_runtimes: Object = Field(default_factory=dict)
     # Comma (or space) separated; none: every namespace.

@@ -34,7 +34,7 @@ def test_the_console_objects_are_named_after_the_release():
 def test_the_console_may_only_read_the_kaos_resources():
     docs = console()
     (rule,) = one(docs, "ClusterRole", "kaos-console")["rules"]
-    assert rule == {"apiGroups": ["kaos.tools"], "resources": ["agents", "modelapis", "mcpservers", "triggers"],
+    assert rule == {"apiGroups": ["kaos.tools"], "resources": ["agents", "modelapis", "mcpservers", "triggers", "memorystores"],
                     "verbs": ["get", "list", "watch"]}
     binding = one(docs, "ClusterRoleBinding", "kaos-console")
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kaos-console"}

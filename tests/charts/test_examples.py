@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from kaos import crds
-from kaos.api import AGENT, API_VERSION, GROUP, MCPSERVER, MODELAPI, TRIGGER
+from kaos.api import AGENT, API_VERSION, GROUP, MCPSERVER, MEMORYSTORE, MODELAPI, TRIGGER
 from kaos.reconcile import DEPLOY, cluster_endpoint_of, dependencies, plan, ref_of
+from kaos.reconcile.memorystore import Probe, memory_store_status, resolve
 from kaos.settings import Settings
 from tests.charts import kubelet
 from tests.charts.manifests import problems
@@ -57,12 +58,12 @@ def test_every_example_renders_through_the_reconcile_core_into_valid_objects(fol
                         memory_redis_url="redis://kaos-redis.kaos-system.svc.cluster.local:6379/0")
     endpoint_of = cluster_endpoint_of(settings, known)
     for resource in resources:
-        if resource["kind"] == TRIGGER:  # no workload: kaos.triggers runs it (tests/triggers)
+        if resource["kind"] in (TRIGGER, MEMORYSTORE):  # no workload (tests/triggers, tests/reconcile/test_memorystore)
             continue
         observed = {}
         for ref in dependencies(resource):
             assert ref in known, f"{ref} used by {ref_of(resource)} is not in {folder.name}"
-            observed[ref] = {**known[ref], "status": {"ready": True, "phase": "Ready"}}
+            observed[ref] = {**known[ref], "status": ready_status(known[ref], known, settings, endpoint_of)}
         result = plan(resource, observed, settings, endpoint_of)
         assert result.phase == DEPLOY, result.message
         if result.values is None:
@@ -70,6 +71,15 @@ def test_every_example_renders_through_the_reconcile_core_into_valid_objects(fol
         objects = render(result.chart, result.values, release=result.release, namespace="default")
         found = [p for obj in objects for p in problems(obj)]
         assert not found, "\n".join(found)
+
+
+def ready_status(resource: dict, known: dict, settings, endpoint_of) -> dict:
+    """The status of a dependency that is ready: a MemoryStore's as its control plane writes it
+    once the store and the embedder answered."""
+    if resource["kind"] != MEMORYSTORE:
+        return {"ready": True, "phase": "Ready"}
+    models = {ref: {**known[ref], "status": {"ready": True}} for ref in dependencies(resource)}
+    return memory_store_status(resource, resolve(resource, models, settings, endpoint_of), Probe("", ""))
 
 
 def agent(**spec):
@@ -161,7 +171,7 @@ def test_crd_dir_comes_from_kaos_charts_dir(tmp_path, monkeypatch):
         crds.validate(agent())
     monkeypatch.delenv("KAOS_CHARTS_DIR")
     assert crds.default_crd_dir() == ROOT / "charts" / "kaos" / "files" / "crds"
-    assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer", "Trigger"}
+    assert set(crds.load_schemas()) == {"Agent", "ModelAPI", "MCPServer", "Trigger", "MemoryStore"}
 
 
 def test_the_offline_model_of_the_examples_answers_in_real_litellm(tmp_path):

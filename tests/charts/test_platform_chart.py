@@ -21,7 +21,7 @@ def documented_settings() -> set[str]:
 
 def test_default_install_renders_operator_rbac_and_settings():
     assert kinds(platform()) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-                                 "ConfigMap", *["CustomResourceDefinition"] * 4, "Deployment", "Service",
+                                 "ConfigMap", *["CustomResourceDefinition"] * 5, "Deployment", "Service",
                                  "ServiceAccount"]
 
 
@@ -179,10 +179,10 @@ def test_gateway_is_created_only_when_asked():
 
 def test_crds_are_installed_from_crds_folder():
     crds = {d["spec"]["names"]["kind"]: d for d in platform(crds=True) if d["kind"] == "CustomResourceDefinition"}
-    assert set(crds) == {"Agent", "ModelAPI", "MCPServer", "Trigger"}
+    assert set(crds) == {"Agent", "ModelAPI", "MCPServer", "Trigger", "MemoryStore"}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
     assert short == {"Agent": ["agent", "agents"], "ModelAPI": ["api", "apis"], "MCPServer": ["mcp", "mcps"],
-                     "Trigger": ["trigger"]}
+                     "Trigger": ["trigger"], "MemoryStore": ["memstore", "memstores"]}
     for kind, crd in crds.items():
         assert crd["spec"]["group"] == "kaos.tools" and crd["spec"]["scope"] == "Namespaced"
         (version,) = crd["spec"]["versions"]

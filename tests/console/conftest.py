@@ -15,6 +15,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -106,6 +107,27 @@ def screenshots(tmp_path_factory) -> Screenshots:
 def pytest_terminal_summary(terminalreporter):
     if _shots is not None and any(_shots.folder.glob("*.png")):
         terminalreporter.write_line(f"console screenshots: {_shots.folder}")
+
+
+@contextmanager
+def console_served(app) -> Iterator[str]:
+    """The console ``app`` served by uvicorn on a free loopback port, in a thread; its base URL."""
+    import threading
+
+    import uvicorn
+
+    from kaos.local.ports import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started, timeout=15, what="the console server")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
 @contextmanager

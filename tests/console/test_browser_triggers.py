@@ -6,17 +6,13 @@ that records the queries it gets."""
 from __future__ import annotations
 
 import json
-import threading
 from urllib.parse import parse_qs
 
 import pytest
-import uvicorn
 
 from kaos.console import Console, LocalCatalog
-from kaos.local.ports import free_port
-from tests.console.conftest import opened_page
+from tests.console.conftest import console_served, opened_page
 from tests.console.test_server import resource
-from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -63,14 +59,8 @@ def console():
                        "limits": {"timeout": "5m"}}
     memory = AgentMemory()
     app = Console(LocalCatalog(lambda: [agent, trigger]), proxy=memory)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=15, what="the console server")
-    yield f"http://127.0.0.1:{port}", memory
-    server.should_exit = True
-    thread.join(10)
+    with console_served(app) as url:
+        yield url, memory
 
 
 @pytest.fixture

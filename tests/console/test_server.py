@@ -9,7 +9,7 @@ import aiohttp.web
 import httpx
 import pytest
 
-from kaos.api import API_VERSION, MODELAPI, PLURALS
+from kaos.api import API_VERSION, MODELAPI, PLURALS, SERVED_PLURALS
 from kaos.console import Console, Health, LocalCatalog
 from kaos.console.__main__ import application, parser
 from kaos.console.__main__ import main as console_main
@@ -146,7 +146,7 @@ class FakeApiServer:
                                              status=403)
         parts = request.path.strip("/").split("/")  # apis/kaos.tools/v1alpha1[/namespaces/<ns>]/<plural>
         plural, namespace = parts[-1], parts[4] if len(parts) == 6 else None
-        kind = next(kind for kind, its_plural in {**PLURALS, "Trigger": "triggers"}.items() if its_plural == plural)
+        kind = next(kind for kind, its_plural in SERVED_PLURALS.items() if its_plural == plural)
         items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in self.objects
                  if o["kind"] == kind and namespace in (None, o["metadata"]["namespace"])]
         return aiohttp.web.json_response({"kind": f"{kind}List", "items": items})
@@ -182,7 +182,7 @@ async def test_the_kubernetes_catalog_lists_with_the_service_account_token(serve
         items = await catalog.resources()
         assert sorted((i["kind"], i["metadata"]["name"]) for i in items) == [("Agent", "a"), ("Agent", "x"), ("ModelAPI", "m")]
         assert all(i["apiVersion"] == API_VERSION for i in items), "list items get their kind back"
-        assert sorted(api.paths) == sorted(f"/apis/{API_VERSION}/{plural}" for plural in [*PLURALS.values(), "triggers"])
+        assert sorted(api.paths) == sorted(f"/apis/{API_VERSION}/{plural}" for plural in SERVED_PLURALS.values())
         namespaced = KubernetesCatalog(url, token_file=token, namespaces=("team",))
         assert {i["metadata"]["namespace"] for i in await namespaced.resources()} == {"team"}
         await namespaced.aclose()
@@ -191,7 +191,7 @@ async def test_the_kubernetes_catalog_lists_with_the_service_account_token(serve
         with pytest.raises(CatalogError) as refused:
             await catalog.resources()
         assert "refused to list" in str(refused.value) and "403 Forbidden" in str(refused.value)
-        assert "needs get and list on agents, modelapis, mcpservers and triggers" in str(refused.value)
+        assert "needs get and list on agents, modelapis, mcpservers, triggers and memorystores" in str(refused.value)
     finally:
         await catalog.aclose()
 

@@ -16,7 +16,7 @@ import aiohttp.web
 import httpx
 import kmock
 
-from kaos.api import API_VERSION, PLURALS, TRIGGER, TRIGGER_NAMES
+from kaos.api import API_VERSION, SERVED_PLURALS
 from kaos.helm import Helm
 from tests.charts.manifests import problems
 
@@ -150,7 +150,7 @@ users:
 
 def declare_resources(kmock) -> None:
     kmock.resources.load_bundled()
-    for kind, plural in {**PLURALS, TRIGGER: TRIGGER_NAMES.plural}.items():
+    for kind, plural in SERVED_PLURALS.items():
         kmock.resources[f"{API_VERSION}/{plural}"] = {
             "kind": kind,
             "singular": kind.lower(),
@@ -161,7 +161,7 @@ def declare_resources(kmock) -> None:
 
 
 def path_of(kind: str, namespace: str, name: str | None = None) -> str:
-    path = f"/apis/{API_VERSION}/namespaces/{namespace}/{({**PLURALS, TRIGGER: TRIGGER_NAMES.plural})[kind]}"
+    path = f"/apis/{API_VERSION}/namespaces/{namespace}/{SERVED_PLURALS[kind]}"
     return f"{path}/{name}" if name else path
 
 
@@ -190,7 +190,7 @@ class Cluster:
         assert response.status < 300, await response.text()
 
     def key(self, kind: str, name: str):
-        return (f"{API_VERSION}/{({**PLURALS, TRIGGER: TRIGGER_NAMES.plural})[kind]}", self.namespace, name)
+        return (f"{API_VERSION}/{SERVED_PLURALS[kind]}", self.namespace, name)
 
     def get(self, kind: str, name: str) -> dict | None:
         try:

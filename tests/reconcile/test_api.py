@@ -2,7 +2,18 @@
 
 import yaml
 
-from kaos.api import API_VERSION, GROUP, KIND_ALIASES, NAMES, SERVED_KINDS, TRIGGER, TRIGGER_NAMES, VERSION
+from kaos.api import (
+    API_VERSION,
+    GROUP,
+    KIND_ALIASES,
+    MEMORYSTORE,
+    MEMORYSTORE_NAMES,
+    NAMES,
+    SERVED_KINDS,
+    TRIGGER,
+    TRIGGER_NAMES,
+    VERSION,
+)
 from kaos.settings import Settings
 
 
@@ -18,7 +29,7 @@ def crds() -> dict[str, dict]:
 def test_every_kind_has_a_crd_with_the_same_names():
     served = crds()
     assert set(served) == set(SERVED_KINDS)
-    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES}.items():
+    for kind, names in {**NAMES, TRIGGER: TRIGGER_NAMES, MEMORYSTORE: MEMORYSTORE_NAMES}.items():
         spec = served[kind]["spec"]
         assert spec["group"] == GROUP
         assert served[kind]["metadata"]["name"] == f"{names.plural}.{GROUP}"
@@ -35,4 +46,6 @@ def test_aliases_are_what_kubectl_accepts():
         "modelapi": "ModelAPI", "modelapis": "ModelAPI", "api": "ModelAPI", "apis": "ModelAPI",
         "mcpserver": "MCPServer", "mcpservers": "MCPServer", "mcp": "MCPServer", "mcps": "MCPServer",
         "trigger": "Trigger", "triggers": "Trigger",
+        "memorystore": "MemoryStore", "memorystores": "MemoryStore", "memstore": "MemoryStore",
+        "memstores": "MemoryStore",
     }

@@ -82,6 +82,28 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MEMORY_TTL_SECONDS" "value" (toString $v.memory.ttlSeconds)) -}}
 {{- end -}}
 {{- end -}}
+{{- with $v.longTermMemory -}}
+{{- if .enabled -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_ENABLED" "value" "true") -}}
+{{- if .urlSecretKeyRef -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_STORE_URL" "valueFrom" (dict "secretKeyRef" (dict "name" .urlSecretKeyRef.name "key" .urlSecretKeyRef.key))) -}}
+{{- else -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_STORE_URL" "value" .url) -}}
+{{- end -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_COLLECTION" "value" .collection) -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_SCOPE" "value" .scope) -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_EMBEDDING_URL" "value" .embedding.url) -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_EMBEDDING_MODEL" "value" .embedding.model) -}}
+{{- with .extraction -}}
+{{- if .url -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_EXTRACTION_URL" "value" .url) -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_EXTRACTION_MODEL" "value" .model) -}}
+{{- end -}}
+{{- end -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_RETENTION_DAYS" "value" (toString (.retentionDays | default 0))) -}}
+{{- $env = append $env (dict "name" "LONG_TERM_MEMORY_TOP_K" "value" (toString .topK)) -}}
+{{- end -}}
+{{- end -}}
 {{- if eq $v.metrics.enabled false -}}
 {{- $env = append $env (dict "name" "METRICS_ENABLED" "value" "false") -}}
 {{- end -}}

@@ -17,7 +17,7 @@ from datetime import datetime
 
 import httpx
 
-from kaos.cli.client import ControlPlaneError
+from kaos.cli.client import ControlPlaneError, answer_detail
 from kaos.cli.display import aligned
 from kaos.routes import gateway_path
 
@@ -60,19 +60,6 @@ def held_approvals(namespace: str, listings: dict[str, list[dict]]) -> list[Held
     return sorted(result, key=lambda held: (str(held.approval.get("requested_at") or ""), held.holder, held.id))
 
 
-def _detail(response: httpx.Response) -> str:
-    try:
-        payload = response.json()
-    except ValueError:
-        return response.text.strip()[:300]
-    if isinstance(payload, dict):
-        error = payload.get("error")
-        if isinstance(error, dict):
-            return str(error.get("message") or error)
-        return str(payload.get("detail") or error or payload)
-    return str(payload)
-
-
 class Approvals:
     """The approvals endpoints of the agents behind one gateway."""
 
@@ -89,8 +76,8 @@ class Approvals:
     def _refusal(self, response: httpx.Response, namespace: str, agent: str) -> str:
         what = f"agent {namespace}/{agent}"
         if response.status_code == 401:
-            return f"{what} needs a valid token (HTTP 401): pass --token: {_detail(response)}"
-        return f"{what} answered HTTP {response.status_code}: {_detail(response)}"
+            return f"{what} needs a valid token (HTTP 401): pass --token: {answer_detail(response)}"
+        return f"{what} answered HTTP {response.status_code}: {answer_detail(response)}"
 
     def listing(self, namespace: str, agent: str, everything: bool) -> list[dict]:
         """The agent's approvals, pending only unless ``everything``."""
@@ -126,10 +113,10 @@ class Approvals:
             return response.json()
         what = f"approval {held.id} of agent {held.namespace}/{held.holder}"
         if response.status_code == 404:
-            raise ApprovalError(f"{what} does not exist (HTTP 404): {_detail(response)}; "
+            raise ApprovalError(f"{what} does not exist (HTTP 404): {answer_detail(response)}; "
                                 "see `kaos approvals list --all`")
         if response.status_code == 409:
-            raise ApprovalError(f"{what} was already decided or has expired (HTTP 409): {_detail(response)}")
+            raise ApprovalError(f"{what} was already decided or has expired (HTTP 409): {answer_detail(response)}")
         raise ApprovalError(self._refusal(response, held.namespace, held.via))
 
 

@@ -130,3 +130,17 @@ def stop_control_plane(home: Path, timeout: float = 30.0) -> bool:
         os.kill(state.pid, 15)
     wait_until(lambda: read_state(home) is None, timeout, what="the control plane to stop")
     return True
+
+
+def answer_detail(response: httpx.Response) -> str:
+    """What an agent's error answer says (its detail or error message), for a message to the user."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text.strip()[:300]
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message") or error)
+        return str(payload.get("detail") or error or payload)
+    return str(payload)

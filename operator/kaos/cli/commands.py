@@ -15,6 +15,7 @@ import yaml
 
 from kaos.api import AGENT, KIND_ALIASES, TRIGGER, label_problem, name_problems
 from kaos.cli import approvals, display, models
+from kaos.cli import memory as long_term
 from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
 from kaos.local.manifests import ApplyError, ManifestError, load_manifests
@@ -175,7 +176,7 @@ def cmd_delete(args) -> int:
 def cmd_get(args) -> int:
     kind = KIND_ALIASES.get(args.kind.lower())
     if kind is None:
-        raise UsageError(f"unknown resource type {args.kind!r}; use agents, modelapis, mcpservers or triggers")
+        raise UsageError(f"unknown resource type {args.kind!r}; use agents, modelapis, mcpservers, triggers or memorystores")
     resources = _client().resources(kind, None if args.all_namespaces else args.namespace)
     if args.output == "json":
         print(json.dumps({"items": resources}, indent=2))
@@ -351,6 +352,47 @@ def cmd_approvals_decide(args) -> int:
     return 0
 
 
+def _agent_memory(args) -> long_term.AgentMemory:
+    _check_names(AGENT, args.namespace, args.agent)
+    return long_term.AgentMemory(_gateway(), args.namespace, args.agent, token=args.token)
+
+
+def _positive(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 1000):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to 1000")
+    return int(text)
+
+
+def cmd_memory_list(args) -> int:
+    memory = _agent_memory(args)
+    try:
+        answer = memory.search(args.query, args.limit) if getattr(args, "query", None) else memory.list(args.limit)
+    finally:
+        memory.close()
+    if args.output == "json":
+        print(json.dumps(answer, indent=2))
+        return 0
+    print(long_term.table(answer.get("memories") or [], searched=bool(getattr(args, "query", None))))
+    shown, total = len(answer.get("memories") or []), answer.get("total", 0)
+    if not getattr(args, "query", None) and total > shown:
+        print(f"({shown} of {total}; --limit to see more)", file=sys.stderr)
+    return 0
+
+
+def cmd_memory_forget(args) -> int:
+    if bool(args.id) == bool(args.all):
+        raise UsageError("kaos memory forget: give either a memory id (from `kaos memory list`) or --all")
+    memory = _agent_memory(args)
+    try:
+        answer = memory.forget(None if args.all else args.id)
+    finally:
+        memory.close()
+    deleted = answer.get("deleted")
+    count = len(deleted) if isinstance(deleted, list) else int(deleted or 0)
+    print(f"agent {args.namespace}/{args.agent}: forgot {count} {'memory' if count == 1 else 'memories'}")
+    return 0
+
+
 def cmd_down(args) -> int:
     if stop_control_plane(_settings().home):
         print("stopped the control plane and every process it started")
@@ -385,14 +427,14 @@ def parser() -> argparse.ArgumentParser:
     apply.set_defaults(run=cmd_apply)
 
     delete = commands.add_parser("delete", help="delete resources: -f PATH, or KIND NAME")
-    delete.add_argument("kind", nargs="?", help="agent, modelapi, mcpserver or trigger")
+    delete.add_argument("kind", nargs="?", help="agent, modelapi, mcpserver, trigger or memorystore")
     delete.add_argument("name", nargs="?")
     delete.add_argument("-f", "--file", action="append")
     delete.add_argument("-n", "--namespace", default="default")
     delete.set_defaults(run=cmd_delete)
 
-    get = commands.add_parser("get", help="list agents, modelapis, mcpservers or triggers")
-    get.add_argument("kind", help="agents, modelapis, mcpservers or triggers")
+    get = commands.add_parser("get", help="list agents, modelapis, mcpservers, triggers or memorystores")
+    get.add_argument("kind", help="agents, modelapis, mcpservers, triggers or memorystores")
     get.add_argument("-n", "--namespace", default="default")
     get.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
@@ -420,6 +462,7 @@ def parser() -> argparse.ArgumentParser:
 
     _approvals_parser(commands)
     models.add_parser(commands)
+    _memory_parser(commands)
 
     down = commands.add_parser("down", help="stop the control plane and every process it started")
     down.set_defaults(run=cmd_down)
@@ -458,6 +501,40 @@ def _approvals_parser(commands) -> None:
         action.add_argument("--agent", help="the agent holding the id: decide there without searching")
         common(action)
         action.set_defaults(run=cmd_approvals_decide, decision=decision, all=True)
+
+
+MEMORY_HELP = """An agent's long-term memories (the MemoryStore its spec.memory.store names; docs/memory-store.md),
+through the gateway of `kaos up`. With the store's scope user an agent shows and forgets only the
+caller's own memories: those of the principal of --token, or the anonymous caller's without one."""
+
+
+def _memory_parser(commands) -> None:
+    group = commands.add_parser("memory", help="list, search or forget an agent's long-term memories",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = group.add_subparsers(dest="action", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("agent")
+        parser.add_argument("-n", "--namespace", default="default")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (whose memories)")
+
+    listing = actions.add_parser("list", help="the memories, newest first", description=MEMORY_HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    search = actions.add_parser("search", help="the memories nearest to a text, nearest first",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for parser, what in ((listing, "at most this many (the agent's default: 100)"),
+                         (search, "at most this many (the store's topK by default)")):
+        common(parser)
+        parser.add_argument("--limit", type=_positive, help=what)
+        parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
+        parser.set_defaults(run=cmd_memory_list)
+    search.add_argument("query", help="what to look for")
+    forget = actions.add_parser("forget", help="forget one memory (its id) or --all of them",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(forget)
+    forget.add_argument("id", nargs="?", help="the memory id (from `kaos memory list`)")
+    forget.add_argument("--all", action="store_true", help="every memory the caller may forget")
+    forget.set_defaults(run=cmd_memory_forget)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -59,6 +59,20 @@ def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
     return aligned(rows)
 
 
+def memory_store_table(resources: list[dict], show_namespace: bool = False) -> str:
+    """MemoryStores: NAME, STORAGE, SCOPE, EMBEDDING (modelAPI/model), PHASE, MESSAGE (why Degraded)."""
+    rows = [(["NAMESPACE"] if show_namespace else []) + ["NAME", "STORAGE", "SCOPE", "EMBEDDING", "PHASE", "MESSAGE"]]
+    for resource in resources:
+        spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
+        embedding = (spec.get("models") or {}).get("embedding") or {}
+        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row += [metadata.get("name", ""), (spec.get("storage") or {}).get("type") or "local", spec.get("scope") or "user",
+                f"{embedding.get('modelAPI', '')}/{embedding.get('model', '')}", status.get("phase") or "Pending",
+                status.get("message") or "-"]
+        rows.append(row)
+    return aligned(rows)
+
+
 def table(resources: list[dict], show_namespace: bool = False) -> str:
     """A kubectl-like table of one kind: NAME, MODEL, READY, PHASE, ENDPOINT."""
     if not resources:
@@ -66,6 +80,8 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
     kind = resources[0].get("kind")
     if kind == "Trigger":
         return trigger_table(resources, show_namespace)
+    if kind == "MemoryStore":
+        return memory_store_table(resources, show_namespace)
     header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
     rows = [header]
     for resource in resources:
@@ -92,8 +108,9 @@ def progress_line(resource: dict) -> str:
 
 
 def settled(resources: list[dict]) -> bool:
-    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed)."""
-    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended") for r in resources)
+    """Every resource Ready or Failed (or a Trigger Suspended: it stays so until resumed; or a
+    MemoryStore Degraded: its agents run without it until its store or embedder answers)."""
+    return all((r.get("status") or {}).get("phase") in ("Ready", "Failed", "Suspended", "Degraded") for r in resources)
 
 
 def suggested_agent(resources: list[dict]) -> dict | None:
@@ -110,6 +127,9 @@ def where(resource: dict, gateway: str) -> str:
         if spec.get("webhook"):
             return f"POST {gateway}/{metadata['namespace']}/trigger/{metadata['name']}"
         return f"schedule {spec.get('schedule')}, next run {(resource.get('status') or {}).get('nextRun') or '-'}"
+    if resource["kind"] == "MemoryStore":  # no route: the agents that name it serve /memory/long-term
+        storage = (spec.get("storage") or {}).get("type") or "local"
+        return f"{storage} store, collection {(resource.get('status') or {}).get('collection') or '-'}"
     path = gateway_path(metadata["namespace"], resource["kind"], metadata["name"])
     if resource["kind"] == "MCPServer" and not spec.get("url"):
         path += "/mcp"
@@ -122,7 +142,7 @@ def summary(resources: list[dict], gateway: str) -> str:
     for resource in resources:
         status = resource.get("status") or {}
         state = status.get("phase", "Pending")
-        detail = f"  {status.get('message')}" if state == "Failed" and status.get("message") else ""
+        detail = f"  {status.get('message')}" if state in ("Failed", "Degraded") and status.get("message") else ""
         lines.append(f"  {resource['kind']:<9} {resource['metadata']['name']:<20} {state:<8} "
                      f"{where(resource, gateway)}{detail}")
     agent = suggested_agent(resources)

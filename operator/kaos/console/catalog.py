@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from typing import Any, Awaitable, Callable, Protocol
 
-from kaos.api import SERVED_KINDS, TRIGGER
+from kaos.api import MEMORYSTORE, SERVED_KINDS, TRIGGER
 
 # What the console makes of a resource's status (the front end colours by it).
 READY, STARTING, WAITING, DOWN, FAILED = "ready", "starting", "waiting", "down", "failed"
@@ -17,7 +17,7 @@ class CatalogError(RuntimeError):
 
 
 class Catalog(Protocol):
-    """Lists every Agent, ModelAPI, MCPServer and Trigger, each as the API holds it (status included)."""
+    """Lists every Agent, ModelAPI, MCPServer, Trigger and MemoryStore, each as the API holds it (status included)."""
 
     source: str  # where they come from, shown by the console: "local" or "kubernetes"
 
@@ -73,7 +73,10 @@ class Health:
             key = (kind, namespace, name, (item.get("metadata") or {}).get("uid"))
             seen.add(key)
             status = item.get("status") or {}
-            health = _trigger_health(status) if kind == TRIGGER else self._health(key, status)
+            if kind in PHASE_STATES:
+                health = _phase_health(status, PHASE_STATES[kind])
+            else:
+                health = self._health(key, status)
             annotated.append({**item, "health": health})
         self._was_ready &= seen  # a deleted and re-created resource starts afresh
         return annotated
@@ -115,9 +118,14 @@ class CachedCatalog:
             return self._items
 
 
-def _trigger_health(status: dict[str, Any]) -> dict[str, str]:
-    """A Trigger runs no workload: its phase says it all (Suspended is a choice, shown as waiting)."""
+# The kinds that run no workload: their phase says it all. A Trigger's Suspended is a choice,
+# shown as waiting; a MemoryStore's Degraded (store or embedder unreachable) as down.
+PHASE_STATES = {
+    TRIGGER: {"Ready": READY, "Failed": FAILED, "Waiting": WAITING, "Suspended": WAITING},
+    MEMORYSTORE: {"Ready": READY, "Failed": FAILED, "Waiting": WAITING, "Degraded": DOWN},
+}
+
+
+def _phase_health(status: dict[str, Any], states: dict[str, str]) -> dict[str, str]:
     phase = status.get("phase") or "Pending"
-    message = status.get("message") or ""
-    state = {"Ready": READY, "Failed": FAILED, "Waiting": WAITING, "Suspended": WAITING}.get(phase, STARTING)
-    return {"state": state, "label": phase, "detail": message}
+    return {"state": states.get(phase, STARTING), "label": phase, "detail": status.get("message") or ""}

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
-from kaos.api import API_VERSION, MCPSERVER, PLURALS, SERVED_KINDS, TRIGGER, TRIGGER_NAMES
+from kaos.api import API_VERSION, MCPSERVER, SERVED_KINDS, SERVED_PLURALS
 from kaos.console.app import JSON_HEADERS, send_json
 from kaos.console.catalog import Catalog, CatalogError, key_of
 from kaos.proxy import Forwarder, forwarded_headers
@@ -95,8 +95,8 @@ class KubernetesCatalog:
                         message = (await response.json(content_type=None)).get("message") or text
                     except ValueError:
                         message = text
-                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis, mcpservers and triggers "
-                            "(charts/kaos with console.enabled grants them)") if response.status in (401, 403) else ""
+                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis, mcpservers, triggers "
+                            "and memorystores (charts/kaos with console.enabled grants them)") if response.status in (401, 403) else ""
                     raise CatalogError(f"the Kubernetes API refused to list {what} "
                                        f"({response.status} {response.reason}): {message.strip()}{hint}")
                 body = await response.json(content_type=None)
@@ -112,7 +112,7 @@ class KubernetesCatalog:
 
 
 def _plural(kind: str) -> str:
-    return TRIGGER_NAMES.plural if kind == TRIGGER else PLURALS[kind]
+    return SERVED_PLURALS[kind]
 
 
 def upstream(resource: dict, rest: str) -> URL | None:

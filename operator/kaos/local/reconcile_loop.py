@@ -14,16 +14,18 @@ import logging
 from typing import Callable
 
 from kaos import reconcile
-from kaos.api import TRIGGER
+from kaos.api import MEMORYSTORE, TRIGGER
 from kaos.backoff import Backoff
-from kaos.local.containers import LocalProcess
+from kaos.local.containers import LocalProcess, object_data
 from kaos.local.manifests import CORE_KINDS
 from kaos.local.store import ResourceStore
 from kaos.local.triggers import Triggers
 from kaos.local.workloads import Workloads
 from kaos.mcp_discovery import ToolDiscovery
+from kaos.memory_probe import MemoryProbes
 from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
+from kaos.reconcile.memorystore import memory_store_status, probe_target, resolve
 from kaos.routes import Backend, Route, max_body, route_timeout, unrouted
 
 log = logging.getLogger("kaos.local")
@@ -33,7 +35,8 @@ TOOLS_RETRY_SECONDS = 5.0
 
 
 class ReconcileLoop:
-    def __init__(self, store: ResourceStore, workloads: Workloads, settings, tools: ToolDiscovery | None = None):
+    def __init__(self, store: ResourceStore, workloads: Workloads, settings, tools: ToolDiscovery | None = None,
+                 memory: MemoryProbes | None = None):
         self.store = store
         self.workloads = workloads
         self.settings = settings
@@ -47,6 +50,9 @@ class ReconcileLoop:
         self._idle = asyncio.Event()
         self._idle.set()
         self.triggers = Triggers(store, self._write_status)
+        # A MemoryStore's status follows its probe's answers: a new answer re-queues it.
+        self.memory = memory or MemoryProbes()
+        self.memory.on_change = self._enqueue
         store.watch(self._stored)
 
     def start(self) -> None:
@@ -62,6 +68,7 @@ class ReconcileLoop:
         for task in list(self._discovering.values()):
             task.cancel()
         await self.triggers.close()
+        await self.memory.close()
 
     async def settled(self) -> None:
         """Wait until the reconcile queue is empty (for tests and `kaos up`)."""
@@ -119,6 +126,9 @@ class ReconcileLoop:
                 self._set_status(ref, resource, new_status)
                 reconciled(ref.kind, new_status["phase"], since)
             return
+        if ref.kind == MEMORYSTORE:  # no workload: the agents reach the store
+            self._reconcile_memory_store(ref, resource)
+            return
         if resource is None:
             await self.workloads.stop(ref)
             self._notify(ref, None)
@@ -151,11 +161,36 @@ class ReconcileLoop:
         self._set_status(ref, resource, new_status)
         reconciled(ref.kind, new_status["phase"], since)
 
+    def _reconcile_memory_store(self, ref: Ref, resource: dict | None) -> None:
+        """Resolve its models, read the last probe of its store and embedder (kaos.memory_probe asks
+        them in the background) and write its status."""
+        if resource is None:
+            self.memory.forget(ref)
+            self._notify(ref, None)
+            return
+        since = started()
+        settings = self._plan_settings()
+        observed = {dep: self.store.resources.get(dep) for dep in reconcile.dependencies(resource)}
+        resolution = resolve(resource, observed, settings, self.workloads.endpoint_of)
+        probe = None
+        if not resolution.phase:
+            secret = resolution.spec.secret
+            data = object_data(self.store.objects_in(ref.namespace), "Secret", secret.name) if secret else None
+            target = probe_target(resolution, settings.memory_store_dir, (data or {}).get(secret.key) if secret else None)
+            probe = self.memory.known(ref, target)
+        new_status = memory_store_status(resource, resolution, probe)
+        self._set_status(ref, resource, new_status)
+        reconciled(ref.kind, new_status["phase"], since)
+
     def _plan_settings(self):
-        """The settings, with the local Redis as the platform's Redis unless KAOS_MEMORY_REDIS_URL names one."""
-        if self.settings.memory_redis_url:
-            return self.settings
-        return self.settings.model_copy(update={"memory_redis_url": self.workloads.redis.url})
+        """The settings, with the local Redis as the platform's Redis unless KAOS_MEMORY_REDIS_URL names
+        one, and embedded long-term memory in <KAOS_HOME>/data/memory unless KAOS_MEMORY_STORE_DIR says."""
+        update = {}
+        if not self.settings.memory_redis_url:
+            update["memory_redis_url"] = self.workloads.redis.url
+        if not self.settings.memory_store_dir:
+            update["memory_store_dir"] = str(self.workloads.home / "data" / "memory")
+        return self.settings.model_copy(update=update) if update else self.settings
 
     # status
 
@@ -171,7 +206,8 @@ class ReconcileLoop:
             return
         resource["status"] = new_status
         self._notify(ref, resource)
-        if (old_status.get("ready"), old_status.get("phase"), old_status.get("endpoint")) != (
+        # what dependents read: readiness and endpoint, and what a MemoryStore resolved for its agents
+        if ref.kind == MEMORYSTORE or (old_status.get("ready"), old_status.get("phase"), old_status.get("endpoint")) != (
             new_status.get("ready"), new_status.get("phase"), new_status.get("endpoint")
         ):
             for dependent in self._dependents(ref):

@@ -15,7 +15,7 @@ import logging
 
 import kopf
 
-from kaos.api import FINALIZER, GROUP, PLURALS, VERSION
+from kaos.api import FINALIZER, GROUP, MEMORYSTORE, MEMORYSTORE_NAMES, PLURALS, VERSION
 from kaos.backoff import Backoff
 from kaos.helm import Helm, HelmError
 from kaos.mcp_discovery import ToolDiscovery, discover_tools
@@ -80,6 +80,7 @@ def _index_of(kind: str):
 agent_index = kopf.index(GROUP, VERSION, PLURALS[AGENT], id="agent_index")(_index_of(AGENT))
 modelapi_index = kopf.index(GROUP, VERSION, PLURALS[MODELAPI], id="modelapi_index")(_index_of(MODELAPI))
 mcpserver_index = kopf.index(GROUP, VERSION, PLURALS[MCPSERVER], id="mcpserver_index")(_index_of(MCPSERVER))
+memorystore_index = kopf.index(GROUP, VERSION, MEMORYSTORE_NAMES.plural, id="memorystore_index")(_index_of(MEMORYSTORE))
 
 
 @kopf.index("apps", "v1", "deployments", labels={PART_OF_LABEL: "kaos"})
@@ -89,9 +90,7 @@ def deployment_index(body, **_):
 
 
 def _world(kwargs) -> World:
-    return World(
-        kwargs["agent_index"], kwargs["modelapi_index"], kwargs["mcpserver_index"], kwargs["deployment_index"]
-    )
+    return World.of(kwargs)
 
 
 async def on_change(body, memo, logger, **kwargs) -> None:
@@ -123,4 +122,5 @@ for _plural in PLURALS.values():
     kopf.timer(GROUP, VERSION, _plural, id="resync", interval=_resync_seconds())(on_resync)
 
 
+import kaos.operator.memorystore_handlers  # noqa: E402,F401  (registers the MemoryStore handlers)
 import kaos.operator.trigger_handlers  # noqa: E402,F401  (registers the Trigger handlers)

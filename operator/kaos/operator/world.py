@@ -1,12 +1,12 @@
-"""What the operator knows of the cluster: kopf's in-memory indices of the three kinds and of
-the Deployments the workload charts create."""
+"""What the operator knows of the cluster: kopf's in-memory indices of the three workload kinds,
+of MemoryStores (what Agents name) and of the Deployments the workload charts create."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Mapping
 
-from kaos.api import AGENT, KIND_OF_CHART, MCPSERVER, MODELAPI, resource_label
+from kaos.api import AGENT, KIND_OF_CHART, MCPSERVER, MEMORYSTORE, MODELAPI, resource_label
 from kaos.reconcile import Ref
 
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -39,9 +39,15 @@ def replica_counts(body: Mapping[str, Any]) -> tuple[int, int]:
 class World:
     """Read access to kopf's indices, keyed by Ref."""
 
-    def __init__(self, agents, modelapis, mcpservers, deployments):
-        self._by_kind = {AGENT: agents, MODELAPI: modelapis, MCPSERVER: mcpservers}
+    def __init__(self, agents, modelapis, mcpservers, deployments, memorystores=None):
+        self._by_kind = {AGENT: agents, MODELAPI: modelapis, MCPSERVER: mcpservers, MEMORYSTORE: memorystores}
         self._deployments = deployments
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any]) -> "World":
+        """The indices kopf passes every handler (the kwargs), as a World."""
+        return cls(kwargs["agent_index"], kwargs["modelapi_index"], kwargs["mcpserver_index"],
+                   kwargs["deployment_index"], kwargs.get("memorystore_index"))
 
     @staticmethod
     def _one(index, key):

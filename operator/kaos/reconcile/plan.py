@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from kaos.api import name_problems
 from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
 from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.memorystore import MemoryStoreSpecError, memory_store_spec, usable
 from kaos.reconcile.models import (
     ModelConfigError,
     admitted,
@@ -19,13 +20,14 @@ from kaos.reconcile.refs import (
     AGENT,
     CHART_OF,
     MCPSERVER,
+    MEMORYSTORE,
     MODELAPI,
     Ref,
     dependencies,
     ref_of,
     release_name,
 )
-from kaos.reconcile.values import agent_values, mcpserver_values, modelapi_values
+from kaos.reconcile.values import agent_values, long_term_memory_values, mcpserver_values, modelapi_values
 
 FAILED, WAITING, DEPLOY = "Failed", "Waiting", "Deploy"
 BUILTIN_MCP_RUNTIMES = ("python-string", "custom")
@@ -230,8 +232,8 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
                 "expose it or remove it from agentNetwork.access"
             )
 
-    not_ready = [r for r in refs if not _is_ready(observed.get(r))]
-    reasons = ", ".join(f"{r} ({'not found' if observed.get(r) is None else 'not ready'})" for r in not_ready)
+    not_ready = [r for r in refs if not (usable if r.kind == MEMORYSTORE else _is_ready)(observed.get(r))]
+    reasons = ", ".join(f"{r} ({_why_not_ready(observed.get(r))})" for r in not_ready)
     if not_ready and spec.get("waitForDependencies", True):
         return make(WAITING, f"waiting for {reasons}", dependencies_ready=False, not_ready=tuple(not_ready))
 
@@ -250,9 +252,33 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
         default_model=default_model,
         model_tool_calling=((modelapi or {}).get("spec") or {}).get("toolCalling") or "",
         model_api_budget=((modelapi or {}).get("spec") or {}).get("budget"),
+        long_term_memory=_long_term_memory(refs, observed, settings),
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
     return make(DEPLOY, message, values, dependencies_ready=not not_ready, not_ready=tuple(not_ready))
+
+
+def _why_not_ready(dependency: Mapping[str, Any] | None) -> str:
+    if dependency is None:
+        return "not found"
+    status = dependency.get("status") or {}
+    if dependency.get("kind") == MEMORYSTORE and status.get("message"):
+        return f"{(status.get('phase') or 'Pending').lower()}: {status['message']}"
+    return "not ready"
+
+
+def _long_term_memory(refs: list[Ref], observed, settings) -> dict[str, Any]:
+    """The long-term memory values of the MemoryStore the agent names, when it can be used (an
+    agent deployed without waiting for it has none until it can)."""
+    store_ref = next((r for r in refs if r.kind == MEMORYSTORE), None)
+    store = observed.get(store_ref) if store_ref else None
+    if not usable(store):
+        return {}
+    try:
+        spec = memory_store_spec(store)
+    except MemoryStoreSpecError:
+        return {}  # the store is Failed, so never usable; kept for a store changed since its status
+    return long_term_memory_values(spec, store["status"], settings)
 
 
 def _mcp_entry(ref: Ref, server: Mapping[str, Any], url: str) -> dict[str, Any]:

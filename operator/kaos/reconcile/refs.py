@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MODELAPI, TRIGGER
+from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MEMORYSTORE, MODELAPI, TRIGGER
 
 __all__ = [
     "AGENT", "CHART_OF", "KINDS", "MCPSERVER", "MODELAPI",
@@ -42,11 +42,15 @@ def a2a_peer_urls(spec: Mapping[str, Any]) -> list[str]:
 
 
 def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
-    """The ModelAPI, each MCPServer and each peer Agent an Agent names (an A2A agent named by URL
-    is none); a Trigger's Agent; nothing for other kinds."""
+    """The ModelAPI, each MCPServer, each peer Agent (an A2A agent named by URL is none) and the
+    MemoryStore an Agent names; a Trigger's Agent; a MemoryStore's ModelAPIs; nothing for other kinds."""
     if resource.get("kind") == TRIGGER:
         agent = (resource.get("spec") or {}).get("agent")
         return [Ref(AGENT, ref_of(resource).namespace, agent)] if agent else []
+    if resource.get("kind") == MEMORYSTORE:
+        models = (resource.get("spec") or {}).get("models") or {}
+        names = [(models.get(role) or {}).get("modelAPI") for role in ("embedding", "summarization")]
+        return [Ref(MODELAPI, ref_of(resource).namespace, name) for name in _unique([n for n in names if n])]
     if resource.get("kind") != AGENT:
         return []
     namespace = ref_of(resource).namespace
@@ -55,7 +59,8 @@ def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
     refs += [Ref(MCPSERVER, namespace, name) for name in _unique(spec.get("mcpServers") or [])]
     access = (spec.get("agentNetwork") or {}).get("access") or []
     refs += [Ref(AGENT, namespace, name) for name in _unique(access) if not is_url(name)]
-    return refs
+    store = (spec.get("memory") or {}).get("store")
+    return refs + ([Ref(MEMORYSTORE, namespace, store)] if store else [])
 
 
 def _unique(names: list[str]) -> list[str]:

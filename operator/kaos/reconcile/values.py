@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import workload_of_url
 from kaos.reconcile.hosted import LLAMACPP, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.memorystore import EXTERNAL, MemoryStoreSpec, embedded_url
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import a2a_peer_urls, ref_of
 
@@ -84,6 +85,28 @@ def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
     }
 
 
+def long_term_memory_values(store: MemoryStoreSpec, store_status: Mapping[str, Any], settings) -> dict[str, Any]:
+    """A MemoryStore as the agent chart's ``longTermMemory``: where the store is (a URL, or a
+    Secret key holding one; the embedded file in settings.memory_store_dir), its collection and
+    scope, and the models its status resolved (kaos.reconcile.memorystore.resolve)."""
+    summarization = store_status.get("summarization") or {}
+    secret = {"name": store.secret.name, "key": store.secret.key} if store.secret else {}
+    url = store.url if store.storage == EXTERNAL else embedded_url(store, settings.memory_store_dir)
+    return {
+        "enabled": True,
+        "store": store.name,
+        "url": "" if secret else url,
+        "urlSecretKeyRef": secret,
+        "collection": store.collection,
+        "scope": store.scope,
+        "embedding": {"url": store_status["embedding"]["url"], "model": store.embedding.model},
+        "extraction": {"url": summarization.get("url") or "",
+                       "model": store.summarization.model if store.summarization else ""},
+        "retentionDays": store.retention_days,
+        "topK": store.top_k,
+    }
+
+
 def scale_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
     """spec.replicas or spec.autoscaling (the CRD allows one at most) as the chart's ``replicas``
     or ``autoscaling``; neither: the chart's default, one replica. With autoscaling the values carry
@@ -118,8 +141,10 @@ def agent_values(
     default_model: str = "",
     model_tool_calling: str = "",
     model_api_budget: Mapping[str, Any] | None = None,
+    long_term_memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``model_tool_calling``: the ModelAPI's spec.toolCalling, used when the agent sets none."""
+    """``model_tool_calling``: the ModelAPI's spec.toolCalling, used when the agent sets none;
+    ``long_term_memory``: long_term_memory_values of its MemoryStore (empty: none)."""
     spec = resource.get("spec") or {}
     config = spec.get("config") or {}
     container = _container(spec)
@@ -141,6 +166,7 @@ def agent_values(
         "peers": peers,
         "a2aPeers": a2a_peer_urls(spec),
         "memory": memory_values(spec, settings),
+        **({"longTermMemory": dict(long_term_memory)} if long_term_memory else {}),  # unset: none
         "telemetry": {
             "enabled": telemetry.get("enabled", settings.telemetry_enabled),
             "endpoint": telemetry.get("endpoint") or settings.telemetry_endpoint,

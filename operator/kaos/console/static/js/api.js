@@ -2,8 +2,8 @@
 // gateway's URL layout /<namespace>/<agent|modelapi|mcp>/<name>/... on this same origin.
 // Every failure becomes an ApiError whose message is meant for the user to read.
 
-export const SEGMENT = { Agent: 'agent', ModelAPI: 'modelapi', MCPServer: 'mcp', Trigger: 'trigger' };
-export const KIND_WORD = { Agent: 'agent', ModelAPI: 'model API', MCPServer: 'MCP server', Trigger: 'trigger' };
+export const SEGMENT = { Agent: 'agent', ModelAPI: 'modelapi', MCPServer: 'mcp', Trigger: 'trigger', MemoryStore: 'memorystore' };
+export const KIND_WORD = { Agent: 'agent', ModelAPI: 'model API', MCPServer: 'MCP server', Trigger: 'trigger', MemoryStore: 'memory store' };
 
 export class ApiError extends Error {
   constructor(message, status = 0) { super(message); this.status = status; }

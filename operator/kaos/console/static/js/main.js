@@ -1,5 +1,6 @@
-// The console's router: #/ overview, #/graph, #/approvals, #/memory[/ns/agent[/session/id]], #/agent/ns/name,
-// #/mcp/ns/name, #/modelapi/ns/name, #/trigger/ns/name. Each page is a module whose render(main, params)
+// The console's router: #/ overview, #/graph, #/approvals, #/memory[/ns/agent[/session/id]],
+// #/long-term[/ns/agent], #/agent/ns/name, #/mcp/ns/name, #/modelapi/ns/name, #/trigger/ns/name,
+// #/memorystore/ns/name. Each page is a module whose render(main, params)
 // returns a function that stops what it started (polls, requests).
 
 import { setToken, token } from './api.js';
@@ -13,12 +14,16 @@ import * as mcp from './pages/mcp.js';
 import * as modelapi from './pages/modelapi.js';
 import * as trigger from './pages/trigger.js';
 import * as approvals from './pages/approvals.js';
+import * as longTerm from './pages/longterm.js';
+import * as memoryStore from './pages/memorystore.js';
 
 const ROUTES = [
   [/^#?\/?$/, overview, 'overview'],
   [/^#\/graph$/, graph, 'graph'],
   [/^#\/approvals$/, approvals, 'approvals'],
   [/^#\/memory(?:\/([^/]+)\/([^/]+)(?:\/session\/([^/]+))?)?$/, memory, 'memory'],
+  [/^#\/long-term(?:\/([^/]+)\/([^/]+))?$/, longTerm, 'long-term'],
+  [/^#\/memorystore\/([^/]+)\/([^/]+)$/, memoryStore, 'overview'],
   [/^#\/trigger\/([^/]+)\/([^/]+)$/, trigger, 'overview'],
   [/^#\/agent\/([^/]+)\/([^/]+)$/, agent, 'overview'],
   [/^#\/mcp\/([^/]+)\/([^/]+)$/, mcp, 'overview'],

@@ -1,4 +1,4 @@
-// Overview: every ModelAPI, MCPServer, Agent and Trigger per namespace, with phase, readiness,
+// Overview: every ModelAPI, MCPServer, Agent, Trigger and MemoryStore per namespace, with phase, readiness,
 // endpoint and the status message when not Ready; it follows the polled list live.
 
 import { badge, h, keepFocus, replace, time } from '../dom.js';
@@ -18,9 +18,16 @@ export function triggerSummary(item) {
     + `${last ? `; last run ${last.outcome}` : '; no run yet'}`;
 }
 
+export function memoryStoreSummary(item) {
+  const spec = item.spec || {};
+  const embedding = spec.models?.embedding || {};
+  return `${spec.storage?.type || 'local'} store, scope ${spec.scope || 'user'}; embeddings from ${embedding.modelAPI}/${embedding.model}`;
+}
+
 function summaryOf(item) {
   const spec = item.spec || {};
   if (item.kind === 'Trigger') return triggerSummary(item);
+  if (item.kind === 'MemoryStore') return memoryStoreSummary(item);
   if (item.kind === 'Agent') return `model ${spec.model || '(from its ModelAPI)'} via ${spec.modelAPI}`;
   if (item.kind === 'ModelAPI') {
     if (spec.mode === 'Hosted') return `Hosted: ${spec.hostedConfig?.model || ''}`;
@@ -54,7 +61,7 @@ export function render(main) {
   const updated = h('p', { class: 'hint' });
   replace(main,
     h('h1', {}, 'Overview'),
-    h('p', { class: 'muted' }, 'Every model API, MCP server, agent and trigger, with its status. This page follows changes live.'),
+    h('p', { class: 'muted' }, 'Every model API, MCP server, agent, trigger and memory store, with its status. This page follows changes live.'),
     counts, body, updated);
   let last = '';
   const unsubscribe = store.subscribe((state) => {
