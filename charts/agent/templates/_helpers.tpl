@@ -112,6 +112,17 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- with ($v.auth | default dict).admins -}}
 {{- $env = append $env (dict "name" "AUTH_ADMINS" "value" (join "," .)) -}}
 {{- end -}}
+{{- with ($v.auth | default dict).oidc -}}
+{{- with .userClaim -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_USER_CLAIM" "value" .) -}}
+{{- end -}}
+{{- with .groupsClaim -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_GROUPS_CLAIM" "value" .) -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.access -}}
+{{- $env = append $env (dict "name" "ACCESS_RULES" "value" (toJson .)) -}}
+{{- end -}}
 {{- /* The agent's own credential goes to every KAOS endpoint it calls: peers (AUTH_OUTBOUND_TOKEN), its
 ModelAPI (MODEL_API_KEY) and each MCP server KAOS serves (MCP_SERVER_<NAME>_TOKEN); an external MCP
 server gets none. A MODEL_API_KEY in the user's env wins. */ -}}
