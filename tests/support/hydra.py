@@ -10,6 +10,7 @@ browser would and accepts the login and consent through Hydra's admin API for on
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -19,6 +20,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
 
 from kaos.local.ports import free_port
 from tests.support.polling import wait_until
@@ -26,6 +29,8 @@ from tests.support.polling import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
 CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the code is read from the redirect
+SIGNING_KEY_SETS = ("hydra.openid.id-token", "hydra.jwt.access-token")
+TIMEOUT = 60  # seconds for one request to Hydra (a loaded test machine)
 CONFIG = """\
 dsn: memory
 serve:
@@ -40,6 +45,7 @@ strategies:
 oauth2:
   allowed_top_level_claims: [groups]
   mirror_top_level_claims: false
+  hashers: {{algorithm: pbkdf2, pbkdf2: {{iterations: 1000}}}}  # the tests' client secrets: cheap to check
 secrets:
   system: ["{secret}"]
 log: {{level: warn}}
@@ -72,6 +78,17 @@ class Hydra:
         self.issuer = f"http://127.0.0.1:{self.public}"
         self.admin_url = f"http://127.0.0.1:{self.admin}/admin"
         wait_until(self._ready, 60, what="hydra answering on /health/ready")
+        for key_set in SIGNING_KEY_SETS:
+            self._provision(key_set)
+
+    def _provision(self, key_set: str) -> None:
+        """A 2048-bit RSA signing key for ``key_set`` (what company issuers use), rather than the
+        4096-bit one Hydra would generate on the first token (seconds of CPU on a loaded machine)."""
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = {**json.loads(RSAAlgorithm.to_jwk(private)), "kid": f"{key_set}-{secrets.token_hex(4)}",
+               "alg": "RS256", "use": "sig"}
+        answer = httpx.put(f"{self.admin_url}/keys/{key_set}", json={"keys": [jwk]}, timeout=TIMEOUT)
+        assert answer.status_code == 200, answer.text
 
     def _ready(self) -> bool:
         if self.process.poll() is not None:
@@ -97,18 +114,18 @@ class Hydra:
         created = httpx.post(self.admin_url + "/clients", json={
             "client_id": client.id, "client_secret": client.secret, "grant_types": ["authorization_code"],
             "response_types": ["code"], "redirect_uris": [CALLBACK], "scope": "openid",
-            "audience": audiences, "token_endpoint_auth_method": "client_secret_post"}, timeout=10)
+            "audience": audiences, "token_endpoint_auth_method": "client_secret_post"}, timeout=TIMEOUT)
         assert created.status_code == 201, created.text
         if token_lifespan:
             changed = httpx.put(f"{self.admin_url}/clients/{client.id}/lifespans",
-                                json={"authorization_code_grant_access_token_lifespan": token_lifespan}, timeout=10)
+                                json={"authorization_code_grant_access_token_lifespan": token_lifespan}, timeout=TIMEOUT)
             assert changed.status_code == 200, changed.text
         return client
 
     def token(self, client: Client, user: str, audience: str) -> str:
         """An access token for ``user`` (one of USERS, with its groups) and ``audience``: the
         authorization-code flow, the login and consent accepted as the login app would."""
-        with httpx.Client(timeout=10) as browser:
+        with httpx.Client(timeout=TIMEOUT) as browser:
             state = secrets.token_hex(8)
             started = browser.get(self.issuer + "/oauth2/auth", params={
                 "client_id": client.id, "response_type": "code", "redirect_uri": CALLBACK, "scope": "openid",
@@ -132,6 +149,6 @@ class Hydra:
         assert redirect.status_code in (302, 303), redirect.text
         challenge = parse_qs(urlsplit(redirect.headers["location"]).query)[f"{step}_challenge"][0]
         accepted = httpx.put(f"{self.admin_url}/oauth2/auth/requests/{step}/accept",
-                             params={f"{step}_challenge": challenge}, json=body, timeout=10)
+                             params={f"{step}_challenge": challenge}, json=body, timeout=TIMEOUT)
         assert accepted.status_code == 200, accepted.text
         return accepted.json()["redirect_to"]

@@ -71,11 +71,21 @@ class OidcVerifier:
         self._verified: dict[str, User] = {}
 
     async def user(self, token: str) -> User:
-        """The user a valid token names; TokenRefused otherwise."""
+        """The user a valid token names (remembered until it expires); TokenRefused otherwise."""
         now = self.clock()
         known = self._verified.get(token)
         if known is not None and known.expires + self.leeway > now:
             return known
+        found = await self.check(token, now)
+        if len(self._verified) >= VERIFIED_TOKENS:
+            self._verified = {token: user for token, user in self._verified.items() if user.expires > now}
+            if len(self._verified) >= VERIFIED_TOKENS:
+                self._verified.clear()
+        self._verified[token] = found
+        return found
+
+    async def check(self, token: str, now: float) -> User:
+        """Verify ``token`` against the issuer's keys (fetched if its key is unknown), not remembered."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:
@@ -87,13 +97,7 @@ class OidcVerifier:
             key = self._keys.get(kid) if isinstance(kid, str) else None
         if key is None:
             raise TokenRefused("the token is not signed by a key of this agent's issuer")
-        found = user_of(self._claims(token, key), self.user_claim, self.groups_claim)
-        if len(self._verified) >= VERIFIED_TOKENS:
-            self._verified = {token: user for token, user in self._verified.items() if user.expires > now}
-            if len(self._verified) >= VERIFIED_TOKENS:
-                self._verified.clear()
-        self._verified[token] = found
-        return found
+        return user_of(self._claims(token, key), self.user_claim, self.groups_claim)
 
     def _claims(self, token: str, key: jwt.PyJWK) -> dict:
         try:
