@@ -83,6 +83,19 @@ def test_the_issuers_users_are_accepted_and_its_bad_tokens_refused(start, mock_m
     assert "expired" in response.headers["WWW-Authenticate"]
 
 
+def test_a_rotated_signing_key_is_fetched_when_a_token_names_it(start, mock_model, hydra, client):
+    agent = start("agent", "identity-rotation", agent_env("identity-rotation", mock_model,
+                                                          DEBUG_MOCK_RESPONSES=["hello"] * 6, **oidc_env(hydra)))
+    before = hydra.token(client, "bob", AUDIENCE)
+    assert chat(agent, "hi", headers=bearer(before)).status_code == 200  # the key set fetched
+    hydra.provision("hydra.jwt.access-token")  # the issuer rotates: a new key, the old one gone
+    after = hydra.token(client, "bob", AUDIENCE)
+    # The new kid makes the agent fetch the set again, at most once per 10 s (the first fetch was just now).
+    accepted = wait_until(lambda: chat(agent, "hi", headers=bearer(after)).status_code == 200, 30, interval=0.5,
+                          what="a token signed with the rotated key accepted")
+    assert accepted
+
+
 def test_access_rules_refuse_a_user_without_the_grant(start, mock_model, hydra, client):
     rules = '[{"verbs": ["chat"], "groups": ["engineering"]}, {"verbs": ["read"], "users": ["alice"]}]'
     agent = start("agent", "identity-access", agent_env(

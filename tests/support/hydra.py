@@ -79,9 +79,9 @@ class Hydra:
         self.admin_url = f"http://127.0.0.1:{self.admin}/admin"
         wait_until(self._ready, 60, what="hydra answering on /health/ready")
         for key_set in SIGNING_KEY_SETS:
-            self._provision(key_set)
+            self.provision(key_set)
 
-    def _provision(self, key_set: str) -> None:
+    def provision(self, key_set: str) -> None:
         """A 2048-bit RSA signing key for ``key_set`` (what company issuers use), rather than the
         4096-bit one Hydra would generate on the first token (seconds of CPU on a loaded machine)."""
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
