@@ -46,6 +46,7 @@ def test_access_and_claims_reach_the_runtime():
     assert json.loads(env["ACCESS_RULES"]) == RULES
     assert env["AUTH_OIDC_USER_CLAIM"] == "email" and env["AUTH_OIDC_GROUPS_CLAIM"] == "roles"
     assert env["AUTH_OIDC_ISSUER"] == "https://id.example" and env["AUTH_OIDC_AUDIENCE"] == "kaos"
+    assert "AUTH_OIDC_JWKS_URL" not in env  # discovered from the issuer
     settings = AgentSettings.from_env({name: value for name, value in env.items() if isinstance(value, str)})
     assert settings.auth.oidc_user_claim == "email" and settings.auth.access_rules == env["ACCESS_RULES"]
     assert "ACCESS_RULES" not in env_of(container(render("agent", planned(agent()).values)))

@@ -108,7 +108,12 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- $env = concat $env (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- /* An Agent's oidc may leave jwksURL unset (the runtime discovers it from the issuer): no empty variable then. */ -}}
+{{- range (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- if or (ne .name "AUTH_OIDC_JWKS_URL") .value -}}
+{{- $env = append $env . -}}
+{{- end -}}
+{{- end -}}
 {{- with ($v.auth | default dict).admins -}}
 {{- $env = append $env (dict "name" "AUTH_ADMINS" "value" (join "," .)) -}}
 {{- end -}}
