@@ -10,6 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from kaos.local.ports import free_port
 from tests.support.hydra import Hydra, hydra_binary
 from tests.support.polling import wait_until
 
@@ -94,6 +95,16 @@ def test_a_rotated_signing_key_is_fetched_when_a_token_names_it(start, mock_mode
     accepted = wait_until(lambda: chat(agent, "hi", headers=bearer(after)).status_code == 200, 30, interval=0.5,
                           what="a token signed with the rotated key accepted")
     assert accepted
+
+
+def test_an_issuer_that_cannot_be_reached_is_said_so(start, mock_model, hydra, client):
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    agent = start("agent", "identity-unreached", agent_env(
+        "identity-unreached", mock_model, AUTH_OIDC_ISSUER=closed, AUTH_OIDC_AUDIENCE=AUDIENCE))
+    refused = chat(agent, "hi", headers=bearer(hydra.token(client, "bob", AUDIENCE)))
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == "the token cannot be verified now: the issuer's keys could not be fetched"
+    assert "Traceback" not in agent.log()
 
 
 def test_access_rules_refuse_a_user_without_the_grant(start, mock_model, hydra, client):

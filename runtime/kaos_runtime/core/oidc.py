@@ -67,6 +67,7 @@ class OidcVerifier:
         self.user_claim, self.groups_claim, self.leeway, self.clock = user_claim, groups_claim, leeway, clock
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at = float("-inf")
+        self._unreachable = False  # the last fetch failed
         self._lock = asyncio.Lock()
         self._verified: dict[str, User] = {}
 
@@ -95,6 +96,8 @@ class OidcVerifier:
         if key is None or now - self._fetched_at > MAX_AGE_SECONDS:
             await self._refresh(now)
             key = self._keys.get(kid) if isinstance(kid, str) else None
+        if key is None and self._unreachable:
+            raise TokenRefused("the token cannot be verified now: the issuer's keys could not be fetched")
         if key is None:
             raise TokenRefused("the token is not signed by a key of this agent's issuer")
         return user_of(self._claims(token, key), self.user_claim, self.groups_claim)
@@ -126,7 +129,9 @@ class OidcVerifier:
                     keys = jwt.PyJWKSet.from_dict(await _document(client, url)).keys
             except (httpx.HTTPError, ValueError, jwt.PyJWKSetError) as error:
                 log.warning("cannot fetch the OIDC issuer's keys: %s", error)
+                self._unreachable = True
                 return
+            self._unreachable = False
             self._keys = {key.key_id: key for key in keys if key.key_id and key.public_key_use in (None, "sig")}
 
     async def _discover(self, client: httpx.AsyncClient) -> str:
