@@ -58,11 +58,11 @@ def test_the_schema_refuses_a_bad_approval_by_name():
 
 
 def test_approvers_joined_with_commas_from_an_agent_resource_to_the_runtime():
-    approvers = ["key:2", "key:3 via key:1", "jwt:alice@example.com"]
+    approvers = ["key:2", "key:3 via key:1", "user:alice@example.com via key:1"]
     resource = agent(mcp=["files"], approval={"tools": ["delete_file"], "approvers": approvers},
                      auth={"apiKeys": {"secretKeyRef": {"name": "keys", "key": "keys"}}})
     env = approval_env(plan(resource, observed_of(modelapi(), mcpserver("files")), Settings(), endpoint_of).values)
-    assert env["TOOL_APPROVAL_APPROVERS"] == "key:2,key:3 via key:1,jwt:alice@example.com"
+    assert env["TOOL_APPROVAL_APPROVERS"] == "key:2,key:3 via key:1,user:alice@example.com via key:1"
     assert ApprovalSettings.from_env(env).approvers == tuple(approvers)
     assert "TOOL_APPROVAL_APPROVERS" not in approval_env({"approval": {"tools": ["x"], "approvers": []}})
     message = render_error("agent", {**BASE, "approval": {"tools": ["x"], "approvers": ["alice"]}})

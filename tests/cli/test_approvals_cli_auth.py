@@ -1,7 +1,8 @@
 """`kaos approvals` against an agent with spec.auth and spec.approval.approvers (issue 26): `kaos up
 --detach` of examples/approvals/ with two API keys, the second the only approver. The requester's
 token lists its own call but cannot decide it (HTTP 403 with the agent's reason, one line), the
-approver's decides it, and `decided_by` names the approver."""
+approver's decides it, and `decided_by` names the approver; `kaos audit` (the approver is an admin
+too) shows the refusal and the decision, and refuses the requester's token with the agent's reason."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def guarded(folder):
         if document["kind"] == "Agent":
             document["spec"]["auth"] = {"apiKeys": {"secretKeyRef": {"name": "ops-keys", "key": "keys"}}}
             document["spec"]["approval"]["approvers"] = ["key:2"]
+            document["spec"]["auth"]["admins"] = ["key:2"]  # reads the audit trail
     keys = base64.b64encode(f"{REQUESTER},{APPROVER}".encode()).decode()
     documents.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ops-keys"}, "data": {"keys": keys}})
     path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
@@ -67,3 +69,16 @@ def test_the_requester_cannot_decide_and_the_approver_can(kaos):
         f"approval {approval['id']} of agent default/ops (delete_note) approved by key:2: ok")
     chat.join(60)
     assert answer and answer[0].json()["choices"][0]["message"]["content"] == APPROVED_ANSWER
+
+
+def test_kaos_audit_names_who_was_refused_and_who_decided(kaos):
+    """After the decision above: the trail, read by an admin, and refused to the requester (no admin)."""
+    trail = kaos.kaos("audit", "ops", "-o", "json", "--token", APPROVER)
+    assert trail.returncode == 0, trail.stderr
+    events = [(event["action"], event["user"]) for event in json.loads(trail.stdout)["events"]]
+    assert ("approval.refused", "key:1") in events and ("approval.approved", "key:2") in events
+    table = kaos.kaos("audit", "ops", "--token", APPROVER)
+    assert table.stdout.splitlines()[0].split() == ["TIME", "ACTION", "USER", "OBJECT", "DETAIL"]
+    refused = kaos.kaos("audit", "ops", "--token", REQUESTER)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "answered HTTP 403: key:1 may not read the audit trail of agent ops" in refused.stderr, refused.stderr

@@ -31,15 +31,15 @@ def test_texts_and_parsing():
     assert Principal("key:3", "key", ("key:1",)).text == "key:3 via key:1"
     assert Principal().text == "anonymous" and Principal().anonymous
     assert parse("key:3 via key:1 via key:7") == Principal("key:3", "none", ("key:1", "key:7"))
-    for bad in ("", "bob", "key:1,key:2", "key:1;t=1", "key:1  via key:2", "jwt:a b", "x" * 2000):
+    for bad in ("", "bob", "key:1,key:2", "key:1;t=1", "key:1  via key:2", "user:a b", "x" * 2000):
         assert parse(bad) is None, bad
-    assert element("jwt", "a b,c;d%") == "jwt:a%20b%2Cc%3Bd%25"  # one element whatever a subject holds
+    assert element("user", "a b,c;d%") == "user:a%20b%2Cc%3Bd%25"  # one element whatever a subject holds
     assert parse(element("agent", "evil via key:1")).via == ()
 
 
-ENTRIES = {"key:1": True, "key:12 via key:3": True, "jwt:alice@example.com": True,
-           "jwt:a%20b via key:2 via key:1": True, "key:0": False, "anonymous": False, "bob": False,
-           "key:1 via anonymous": False, "agent:x": False, "jwt:a b": False, "key:1 via": False}
+ENTRIES = {"key:1": True, "key:12 via key:3": True, "user:alice@example.com": True,
+           "user:a%20b via key:2 via key:1": True, "key:0": False, "anonymous": False, "bob": False,
+           "key:1 via anonymous": False, "agent:x": False, "user:a b": False, "key:1 via": False}
 
 
 @pytest.mark.parametrize("entry, valid", ENTRIES.items())

@@ -144,9 +144,25 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- $env = concat $env (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- /* An Agent's oidc may leave jwksURL unset (the runtime discovers it from the issuer): no empty variable then. */ -}}
+{{- range (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray) -}}
+{{- if or (ne .name "AUTH_OIDC_JWKS_URL") .value -}}
+{{- $env = append $env . -}}
+{{- end -}}
+{{- end -}}
 {{- with ($v.auth | default dict).admins -}}
 {{- $env = append $env (dict "name" "AUTH_ADMINS" "value" (join "," .)) -}}
+{{- end -}}
+{{- with ($v.auth | default dict).oidc -}}
+{{- with .userClaim -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_USER_CLAIM" "value" .) -}}
+{{- end -}}
+{{- with .groupsClaim -}}
+{{- $env = append $env (dict "name" "AUTH_OIDC_GROUPS_CLAIM" "value" .) -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.access -}}
+{{- $env = append $env (dict "name" "ACCESS_RULES" "value" (toJson .)) -}}
 {{- end -}}
 {{- /* The agent's own credential goes to every KAOS endpoint it calls: peers (AUTH_OUTBOUND_TOKEN), its
 ModelAPI (MODEL_API_KEY) and each MCP server KAOS serves (MCP_SERVER_<NAME>_TOKEN); an external MCP

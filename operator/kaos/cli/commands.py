@@ -14,7 +14,7 @@ import httpx
 import yaml
 
 from kaos.api import AGENT, KIND_ALIASES, TRIGGER, label_problem, name_problems
-from kaos.cli import approvals, display, models
+from kaos.cli import approvals, audit, display, models
 from kaos.cli import memory as long_term
 from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
@@ -393,6 +393,13 @@ def cmd_memory_forget(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    _check_names(AGENT, args.namespace, args.agent)
+    found = audit.events(_client().url, args.namespace, args.agent, args.token, args.limit)
+    print(json.dumps({"events": found}, indent=2) if args.output == "json" else audit.table(found))
+    return 0
+
+
 def cmd_down(args) -> int:
     if stop_control_plane(_settings().home):
         print("stopped the control plane and every process it started")
@@ -463,6 +470,15 @@ def parser() -> argparse.ArgumentParser:
     _approvals_parser(commands)
     models.add_parser(commands)
     _memory_parser(commands)
+
+    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, admin reads "
+                                              "(docs/security.md, \"Audit\")")
+    trail.add_argument("agent")
+    trail.add_argument("-n", "--namespace", default="default")
+    trail.add_argument("--token", help="bearer token of an admin of the agent (with spec.auth)")
+    trail.add_argument("--limit", type=int, help="only the newest LIMIT events")
+    trail.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    trail.set_defaults(run=cmd_audit)
 
     down = commands.add_parser("down", help="stop the control plane and every process it started")
     down.set_defaults(run=cmd_down)

@@ -95,13 +95,15 @@ def _check_auth(resource, settings) -> None:
         if settings.auth_required and not guarded:
             raise _Invalid(f"{required} and this Agent configures none: "
                            "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+        approvers = (spec.get("approval") or {}).get("approvers")
         granted = [field for field, given in (("spec.auth.admins", auth.get("admins")),
-                                              ("spec.approval.approvers", (spec.get("approval") or {}).get("approvers")))
+                                              ("spec.approval.approvers", approvers), ("spec.access", spec.get("access")))
                    if given]
         if granted and not guarded:
             raise _Invalid(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but this "
                            "Agent has no authentication (spec.auth.apiKeys or spec.auth.oidc): without it every "
                            "caller is anonymous; add one, or remove them")
+        _check_access(spec.get("access") or [], auth.get("admins") or [], approvers or [], bool(auth.get("oidc")))
     elif kind == MODELAPI:
         ollama = spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry)) == OLLAMA
         if ollama and (guarded or settings.auth_required):
@@ -125,6 +127,31 @@ def _check_auth(resource, settings) -> None:
         if settings.auth_required and not guarded:
             raise _Invalid(f"{required} and this MCPServer configures none: "
                            "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+
+
+ACCESS_VERBS = ("chat", "read", "approve", "admin")
+
+
+def _check_access(rules: list, admins: list, approvers: list, oidc: bool) -> None:
+    """spec.access's rules (the CRD's enum and rule, with the rule's place named) and the users and
+    groups the lists name, which only an OIDC issuer's tokens carry."""
+    for number, rule in enumerate(rules):
+        where = f"spec.access[{number}]"
+        unknown = [verb for verb in rule.get("verbs") or [] if verb not in ACCESS_VERBS]
+        if unknown:
+            raise _Invalid(f"{where}.verbs: {unknown[0]!r} is not a verb (one of {', '.join(ACCESS_VERBS)})")
+        if not rule.get("verbs"):
+            raise _Invalid(f"{where}.verbs is empty: name what the rule grants ({', '.join(ACCESS_VERBS)})")
+        if not (rule.get("users") or rule.get("groups") or rule.get("principals")):
+            raise _Invalid(f"{where} grants to no one: list users, groups or principals")
+        if (rule.get("users") or rule.get("groups")) and not oidc:
+            raise _Invalid(f"{where} names users or groups, which only an OIDC issuer's tokens carry: "
+                           "set spec.auth.oidc, or grant to principals (key:<n>)")
+    named = [entry for entry in [*admins, *approvers]  # a user relayed by a coordinator needs no issuer here
+             if entry.startswith("group:") or (entry.startswith("user:") and " via " not in entry)]
+    if named and not oidc:
+        raise _Invalid(f"{named[0]!r} names an OIDC user or group, but this Agent has no spec.auth.oidc: "
+                       "set it, or name API keys (key:<n>)")
 
 
 def _modelapi(resource, settings) -> dict[str, Any]:

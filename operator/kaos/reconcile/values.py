@@ -179,6 +179,7 @@ def agent_values(
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
         "budget": budget_values(spec.get("budget") or {}, model_api_budget or {}),
         "auth": copy.deepcopy(spec.get("auth") or {}),
+        **({"access": copy.deepcopy(spec["access"])} if spec.get("access") else {}),  # unset: no grants needed
         **({"approval": copy.deepcopy(spec["approval"])} if spec.get("approval") else {}),  # unset: none gated
     }
 

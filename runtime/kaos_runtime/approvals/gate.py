@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from ..core.audit import AuditTrail
 from ..core.principal import Access, Principal
 from .policy import ApprovalPolicy
 from .record import (
@@ -82,9 +83,10 @@ class ApprovalGate:
     def __init__(self, policy: ApprovalPolicy, store: ApprovalStore, memory, agent: str,
                  tool_info: Callable[[str], tuple[str | None, dict | None]] = lambda tool: (None, None),
                  on_settled: Callable[[str, float], None] | None = None, clock=time.time,
-                 access: Access = Access()) -> None:
+                 access: Access = Access(), audit: AuditTrail | None = None) -> None:
         self.policy = policy
         self.access = access
+        self.audit = audit
         self.store = store
         self.memory = memory
         self.agent = agent
@@ -182,8 +184,15 @@ class ApprovalGate:
                 raise UnknownApproval(approval_id_)
             refused = self.access.may_decide(by, approval.requester)
             if refused is not None:
+                if self.audit is not None:
+                    self.audit.record("approval.refused", by.text, f"approval/{approval_id_}", decision=decision,
+                                      tool=approval.tool, detail=refused)
                 raise NotAllowed(refused)
-        return await self._settle(approval_id_, DECISIONS[decision], by.text, reason, before_expiry=True)
+        settled = await self._settle(approval_id_, DECISIONS[decision], by.text, reason, before_expiry=True)
+        if self.audit is not None:
+            self.audit.record(f"approval.{settled.status}", by.text, f"approval/{approval_id_}", tool=settled.tool,
+                              requester=settled.requester, session=settled.session_id)
+        return settled
 
     async def _settle(self, approval_id_: str, status: str, by: str | None, reason: str,
                       before_expiry: bool) -> Approval:

@@ -2,10 +2,11 @@
 
 ``BearerAuth`` is an ASGI middleware: a request to any path but the exempt ones (the probes,
 ``/metrics``, the agent cards and ``/openapi.json``) needs ``Authorization: Bearer <token>``,
-where the token is one of the API keys (``AUTH_API_KEYS``, from a Secret) or, with ``AUTH_OIDC_JWKS_URL``, a JWT
-signed by one of the issuer's keys (with ``AUTH_OIDC_ISSUER`` / ``AUTH_OIDC_AUDIENCE`` checked
-when set). A missing, wrong or expired token gets 401 with a ``WWW-Authenticate`` header; the
-principal of an accepted one (``key:<n>``, the key's place in the list, or ``jwt:<sub>``) is put in
+where the token is one of the API keys (``AUTH_API_KEYS``, from a Secret) or, with
+``AUTH_OIDC_ISSUER`` (or ``AUTH_OIDC_JWKS_URL``), an access token of the OpenID Connect issuer
+(core/oidc.py: its keys, audience, issuer and expiry). A missing, wrong or expired token gets
+401 with a ``WWW-Authenticate`` header; the principal of an accepted one (``key:<n>``, the key's
+place in the list, or ``user:<name>`` with its ``group:<name>`` groups) is put in
 ``scope["kaos.principal"]`` (budgets count per caller by it), and the principal the request acts
 for in ``scope["kaos.acting"]`` (core/principal.py): the same, or, when the request carries an
 on-behalf-of header signed with the very token it authenticated with, for this agent, and
@@ -19,24 +20,19 @@ credential (``AUTH_OUTBOUND_TOKEN``).
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
-import logging
 import time
 from typing import Any
 
 from .budget import caller_of
 from .forwarding import Forwarding
+from .oidc import OidcVerifier, TokenRefused
 from .principal import ANONYMOUS, ON_BEHALF_HEADER, Principal, element, relayed, sign_on_behalf, verify_on_behalf
 from .settings import AuthSettings
 
-log = logging.getLogger("kaos_runtime.auth")
-
 EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json",
                           "/.well-known/agent-card.json", "/openapi.json"})
-JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"]
-JWKS_REFRESH_SECONDS = 300
 PRINCIPAL, ACTING = "kaos.principal", "kaos.acting"  # where BearerAuth puts them in the ASGI scope
 _ON_BEHALF = ON_BEHALF_HEADER.lower().encode()
 
@@ -50,54 +46,37 @@ class Unauthorized(Exception):
 
 
 class Verifier:
-    """Turns a bearer token into a principal, or raises Unauthorized."""
+    """Turns a bearer token into a principal and its groups, or raises Unauthorized."""
 
     def __init__(self, settings: AuthSettings) -> None:
         self.settings = settings
         self._keys = [(name, key.encode()) for name, key in settings.api_keys()]
-        self._jwks = None
-        if settings.oidc_jwks_url:
-            from jwt import PyJWKClient
-
-            self._jwks = PyJWKClient(settings.oidc_jwks_url, cache_jwk_set=True, lifespan=JWKS_REFRESH_SECONDS,
-                                     timeout=5)
+        self._oidc = None
+        if settings.oidc_enabled:
+            self._oidc = OidcVerifier(settings.oidc_issuer, settings.oidc_audience, settings.oidc_jwks_url,
+                                      settings.oidc_user_claim, settings.oidc_groups_claim,
+                                      settings.oidc_leeway_seconds)
 
     @property
     def enabled(self) -> bool:
-        return bool(self._keys or self._jwks)
+        return bool(self._keys or self._oidc)
 
-    async def principal(self, token: str) -> str:
+    async def principal(self, token: str) -> tuple[str, frozenset[str]]:
+        """``key:<n>`` or ``user:<name>``, and the user's groups (none for a key)."""
         given = token.encode()
         matched = None
         for name, key in self._keys:  # every key compared, in constant time each
             if hmac.compare_digest(given, key) and matched is None:
                 matched = name
         if matched is not None:
-            return f"key:{matched}"
-        if self._jwks is not None and token.count(".") == 2:
-            return await self._jwt(token)
+            return f"key:{matched}", frozenset()
+        if self._oidc is not None and token.count(".") == 2:
+            try:
+                user = await self._oidc.user(token)
+            except TokenRefused as refused:
+                raise Unauthorized("invalid_token", str(refused)) from None
+            return element("user", user.name), frozenset(element("group", group) for group in user.groups)
         raise Unauthorized("invalid_token", "the token is not valid")
-
-    async def _jwt(self, token: str) -> str:
-        import jwt
-
-        try:
-            # The JWKS is fetched (and refreshed) over blocking HTTP: off the event loop.
-            key = await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)
-            claims = jwt.decode(
-                token, key.key, algorithms=JWT_ALGORITHMS,
-                audience=self.settings.oidc_audience or None, issuer=self.settings.oidc_issuer or None,
-                options={"verify_aud": bool(self.settings.oidc_audience), "require": ["exp"]},
-                leeway=30,
-            )
-        except jwt.ExpiredSignatureError:
-            raise Unauthorized("invalid_token", "the token has expired") from None
-        except jwt.PyJWKClientConnectionError:
-            log.warning("cannot fetch the issuer's keys from AUTH_OIDC_JWKS_URL")
-            raise Unauthorized("invalid_token", "the token cannot be verified now") from None
-        except (jwt.InvalidTokenError, jwt.PyJWKClientError):
-            raise Unauthorized("invalid_token", "the token is not valid") from None
-        return element("jwt", str(claims.get("sub", "")))
 
 
 def _refusal(error: Unauthorized | None) -> tuple[list, bytes]:
@@ -136,23 +115,24 @@ class BearerAuth:
         error = None
         if token:
             try:
-                principal = await self.verifier.principal(token)
+                principal, groups = await self.verifier.principal(token)
             except Unauthorized as refused:
                 error = refused
             else:
                 scope[PRINCIPAL] = principal
-                scope[ACTING] = self._acting(principal, token, on_behalf)
+                scope[ACTING] = self._acting(principal, groups, token, on_behalf)
                 await self.app(scope, receive, send)
                 return
         headers, body = _refusal(error)
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def _acting(self, principal: str, token: str, on_behalf: str | None) -> Principal:
-        """The authenticated principal, or the person a valid on-behalf-of names, relayed by it."""
+    def _acting(self, principal: str, groups: frozenset[str], token: str, on_behalf: str | None) -> Principal:
+        """The authenticated principal (with its groups), or the person a valid on-behalf-of
+        names, relayed by it (a relayed person's groups are not known here)."""
         method = principal.partition(":")[0]
         person = verify_on_behalf(on_behalf, token, self.agent, time.time()) if on_behalf and self.agent else None
-        return relayed(person, principal, method) if person is not None else Principal(principal, method)
+        return relayed(person, principal, method) if person is not None else Principal(principal, method, (), groups)
 
 
 def acting_of(request) -> Principal:

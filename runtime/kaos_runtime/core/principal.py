@@ -5,7 +5,8 @@ A principal's text is the person a request acts for, as this agent knows them, f
 delegated request by each principal it came through, ``" via "`` between them:
 
 - ``key:<n>``: the n-th of the agent's API keys (``AUTH_API_KEYS``);
-- ``jwt:<sub>``: a JWT of the OIDC issuer, by its subject;
+- ``user:<name>``: an access token of the OIDC issuer, by its user claim (``sub`` by default; it
+  carries the groups of the groups claim, ``group:<name>`` each: core/oidc.py);
 - ``anonymous``: nobody authenticated (an open agent's caller, or an open coordinator's);
 - ``key:3 via key:1``: the coordinator's caller ``key:3`` (a key of the coordinator), relayed by
   the coordinator that authenticated here with this agent's ``key:1``; a chain A -> B -> C
@@ -13,9 +14,10 @@ delegated request by each principal it came through, ``" via "`` between them:
 
 An element is ``anonymous`` or ``<kind>:<name>``; a name never holds white space, ``,``, ``;`` or
 ``%`` unescaped (``element`` percent-encodes them), so a principal's text is one entry of a comma
-list and one value of the on-behalf-of header. Issue 29 adds kinds (``user:<sub>`` with its
-groups, ``group:<name>`` entries) to the same grammar; ``matches`` is the one place entries meet
-principals.
+list and one value of the on-behalf-of header. An entry of a list of principals (admins,
+approvers, a ``spec.access`` rule's) is a principal's text or ``group:<name>``, which names every
+user this agent authenticated directly whose token lists the group; ``matches`` is the one place
+entries meet principals.
 
 The on-behalf-of header ``X-KAOS-On-Behalf-Of: <principal>;t=<unix seconds>;sig=<hex>`` carries
 the person through a delegation: ``sig`` is HMAC-SHA256, keyed with the bearer credential the
@@ -39,19 +41,22 @@ MAX_PRINCIPAL_CHARS = 1024  # longer texts are not principals (a header, a chain
 _ELEMENT = re.compile(r"anonymous|[a-z][a-z0-9-]*:[!-~]+")  # and no `,` or `;`
 _ESCAPED = re.compile(r"[^!-~]|[,;%]")
 # What an entry of AUTH_ADMINS or TOOL_APPROVAL_APPROVERS names, each element (the CRD's pattern too).
-_ENTRY_ELEMENT = re.compile(r"key:[1-9][0-9]*|jwt:[!-+\--:<-~]+")
+_ENTRY_ELEMENT = re.compile(r"key:[1-9][0-9]*|user:[!-+\--:<-~]+")
+_GROUP_ENTRY = re.compile(r"group:[!-+\--:<-~]+")
 
 
 @dataclass(frozen=True)
 class Principal:
     """The person a request acts for (``id``), how this agent authenticated the request
-    (``method``: ``key``, ``jwt``, or ``none`` for an open agent, whose callers' words are not
-    verified), and who relayed the person, first hop first (``via``: the last one is the
-    principal this agent authenticated)."""
+    (``method``: ``key``, ``user``, or ``none`` for an open agent, whose callers' words are not
+    verified), who relayed the person, first hop first (``via``: the last one is the
+    principal this agent authenticated), and the person's groups (``group:<name>`` each; only
+    for a user this agent authenticated itself)."""
 
     id: str = ANONYMOUS
     method: str = "none"
     via: tuple[str, ...] = ()
+    groups: frozenset[str] = frozenset()
 
     @property
     def text(self) -> str:
@@ -83,16 +88,25 @@ def entries(value: str, variable: str) -> tuple[str, ...]:
     ValueError naming ``variable`` and the wrong entry."""
     found = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     for entry in found:
-        if len(entry) > MAX_PRINCIPAL_CHARS or not all(map(_ENTRY_ELEMENT.fullmatch, entry.split(VIA))):
-            raise ValueError(f"{variable}: {entry!r} is not a principal (key:<n>, jwt:<sub>, or "
-                             "<principal> via <principal> for a caller relayed by a coordinator)")
+        if problem := entry_problem(entry):
+            raise ValueError(f"{variable}: {problem}")
     return found
+
+
+def entry_problem(entry: str) -> str | None:
+    """Why ``entry`` is not an entry of a list of principals; None when it is one."""
+    if len(entry) <= MAX_PRINCIPAL_CHARS and (_GROUP_ENTRY.fullmatch(entry)
+                                              or all(map(_ENTRY_ELEMENT.fullmatch, entry.split(VIA)))):
+        return None
+    return (f"{entry!r} is not a principal (key:<n>, user:<name>, group:<name>, or <principal> via "
+            "<principal> for a caller relayed by a coordinator)")
 
 
 def matches(entry: str, who: Principal) -> bool:
     """Whether a listed principal (an admin, an approver) is ``who``: the same text, person and
-    route (``key:3 via key:1`` is not this agent's own ``key:3``)."""
-    return entry == who.text
+    route (``key:3 via key:1`` is not this agent's own ``key:3``), or a group of a user this agent
+    authenticated directly."""
+    return entry == who.text or (entry.startswith("group:") and not who.via and entry in who.groups)
 
 
 @dataclass(frozen=True)
@@ -100,11 +114,28 @@ class Access:
     """The rules of one agent. ``enabled``: authentication is on (``AUTH_API_KEYS`` or OIDC);
     off, every caller is anonymous and may read and decide everything. ``admins`` may read every
     session, memory event and approval (``AUTH_ADMINS``). ``approvers``, when listed, are the only
-    principals that may decide (``TOOL_APPROVAL_APPROVERS``)."""
+    principals that may decide (``TOOL_APPROVAL_APPROVERS``). ``rules``: ``spec.access``
+    (``ACCESS_RULES``, core/grants.py), (verbs, entries) each; None: no verb needs a grant."""
 
     enabled: bool = False
     admins: tuple[str, ...] = ()
     approvers: tuple[str, ...] = ()
+    rules: tuple[tuple[frozenset[str], tuple[str, ...]], ...] | None = None
+
+    def granted(self, who: Principal, verb: str) -> bool:
+        """Whether ``spec.access`` grants ``who`` the verb (an admin holds every verb)."""
+        if self.rules is None or not self.enabled or self.is_admin(who):
+            return True
+        return any((verb in verbs or "admin" in verbs) and any(matches(entry, who) for entry in entries)
+                   for verbs, entries in self.rules)
+
+    def grant_refusal(self, who: Principal, verbs: tuple[str, ...], agent: str) -> str | None:
+        """None when ``who`` holds one of the grants; else a 403's detail naming them."""
+        if not verbs or any(self.granted(who, verb) for verb in verbs):
+            return None
+        named = " or ".join(repr(verb) for verb in verbs)
+        return (f"{who.text} may not {' or '.join(verbs)} on agent {agent}: no rule of its spec.access "
+                f"grants {named} to this user, one of its groups or this principal")
 
     def owner(self, who: Principal) -> str:
         """Whom a session or task ``who`` starts belongs to: ``who`` with authentication; without
@@ -112,7 +143,11 @@ class Access:
         return who.text if self.enabled else ANONYMOUS
 
     def is_admin(self, who: Principal) -> bool:
-        return self.enabled and not who.anonymous and any(matches(entry, who) for entry in self.admins)
+        """Listed in ``spec.auth.admins``, or granted ``admin`` by ``spec.access``."""
+        return self.enabled and not who.anonymous and (
+            any(matches(entry, who) for entry in self.admins)
+            or (self.rules is not None and any("admin" in verbs and any(matches(entry, who) for entry in entries)
+                                               for verbs, entries in self.rules)))
 
     def may_read(self, who: Principal, owner: str) -> bool:
         """A session (and its events, its A2A tasks) owned by ``owner``."""
@@ -138,6 +173,9 @@ class Access:
         if self.approvers and not any(matches(entry, who) for entry in self.approvers):
             return (f"{who.text} may not decide approvals here: it is not one of the approvers "
                     "(spec.approval.approvers, TOOL_APPROVAL_APPROVERS)")
+        if not self.granted(who, "approve"):
+            return (f"{who.text} may not approve here: no rule of the agent's spec.access grants 'approve' "
+                    "to this user, one of its groups or this principal")
         return None
 
     def may_see_approval(self, who: Principal, requester: str) -> bool:

@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
 from .api_keys import parse_api_keys
+from .grants import rules as access_rules
 from .mock_responses import check_scripted
 from .principal import entries as principal_entries
 
@@ -224,36 +225,55 @@ class AuthSettings(_Settings):
 
     # Comma (or newline) separated API keys (core/api_keys.py); a Secret's value through secretKeyRef.
     api_keys_value: SecretStr = Field("", validation_alias="AUTH_API_KEYS")
-    # OIDC: JWTs signed by a key of this JWKS; issuer and audience checked when set.
-    oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
+    # OIDC (core/oidc.py): access tokens of this issuer, for this audience; its keys from this JWKS,
+    # or from the jwks_uri of the issuer's discovery document when unset.
     oidc_issuer: Trimmed = Field("", validation_alias="AUTH_OIDC_ISSUER")
     oidc_audience: Trimmed = Field("", validation_alias="AUTH_OIDC_AUDIENCE")
+    oidc_jwks_url: Trimmed = Field("", validation_alias="AUTH_OIDC_JWKS_URL")
+    # The claims that name the user (user:<value>) and list its groups (group:<value>).
+    oidc_user_claim: Trimmed = Field("sub", min_length=1, validation_alias="AUTH_OIDC_USER_CLAIM")
+    oidc_groups_claim: Trimmed = Field("groups", min_length=1, validation_alias="AUTH_OIDC_GROUPS_CLAIM")
+    # How far past its expiry a token is still accepted (clock skew between issuer and agent).
+    oidc_leeway_seconds: float = Field(30.0, ge=0, le=300, validation_alias="AUTH_OIDC_LEEWAY_SECONDS")
     # The agent's own credential, sent as a bearer token when it delegates (the chart also
     # gives it to the agent as MODEL_API_KEY and MCP_SERVER_<NAME>_TOKEN; see docs/runtime.md).
     outbound_token: SecretStr = Field("", validation_alias="AUTH_OUTBOUND_TOKEN")
     # Principals that may read every session, memory event and approval (core/principal.py).
     admins: Annotated[tuple[str, ...], NoDecode] = Field((), validation_alias="AUTH_ADMINS")
+    # spec.access as JSON (core/grants.py): who may chat, read, approve, administer; empty: no grants needed.
+    access_rules: str = Field("", validation_alias="ACCESS_RULES")
 
     @property
     def enabled(self) -> bool:
         """Requests must authenticate (API keys or OIDC): the ownership rules apply."""
-        return bool(self.api_keys() or self.oidc_jwks_url)
+        return bool(self.api_keys() or self.oidc_enabled)
+
+    @property
+    def oidc_enabled(self) -> bool:
+        return bool(self.oidc_issuer or self.oidc_jwks_url)
 
     @field_validator("admins", mode="before")
     @classmethod
     def _admins(cls, value: Any) -> Any:
         return principal_entries(value, "AUTH_ADMINS") if isinstance(value, str) else value
 
+    @field_validator("access_rules")
+    @classmethod
+    def _access_rules(cls, value: str) -> str:
+        access_rules(value)  # a mistake: ValueError naming the rule and field
+        return value
+
     def api_keys(self) -> list[tuple[str, str]]:
         """(name, key): the name is the key's place in the list (1, 2, ...), never the key."""
         return [(str(number), key)
                 for number, key in enumerate(parse_api_keys(self.api_keys_value.get_secret_value()), start=1)]
 
-    @field_validator("oidc_jwks_url")
+    @field_validator("oidc_jwks_url", "oidc_issuer")
     @classmethod
-    def _https_or_http(cls, value: str) -> str:
+    def _https_or_http(cls, value: str, info) -> str:
         if value and not value.startswith(("https://", "http://")):
-            raise ValueError("AUTH_OIDC_JWKS_URL must be an http(s) URL")
+            variable = {"oidc_jwks_url": "AUTH_OIDC_JWKS_URL", "oidc_issuer": "AUTH_OIDC_ISSUER"}[info.field_name]
+            raise ValueError(f"{variable} must be an http(s) URL")
         return value
 
 
@@ -342,10 +362,11 @@ class AgentSettings(_Settings):
     def _grants_need_authentication(self) -> "AgentSettings":
         """Admins and approvers are principals, which only authentication tells apart."""
         granted = [name for name, given in (("AUTH_ADMINS", self.auth.admins),
-                                            ("TOOL_APPROVAL_APPROVERS", self.approval.approvers)) if given]
+                                            ("TOOL_APPROVAL_APPROVERS", self.approval.approvers),
+                                            ("ACCESS_RULES", self.auth.access_rules.strip())) if given]
         if granted and not self.auth.enabled:
             raise ValueError(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but "
-                             "authentication is off (set AUTH_API_KEYS or AUTH_OIDC_JWKS_URL): without it every "
+                             "authentication is off (set AUTH_API_KEYS or AUTH_OIDC_ISSUER): without it every "
                              "caller is anonymous")
         return self
 

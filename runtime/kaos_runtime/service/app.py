@@ -26,8 +26,9 @@ from ..memory import MemoryUnavailable
 from ..protocols import a2a_server, agent_mcp, request_headers
 from ..protocols.chat_request import BadRequest
 from ..protocols.openai_format import interrupted, unavailable
+from .access_check import AccessCheck
 from .responses import json_response
-from .routes import approvals, chat, discovery, health, memory, metrics, openapi
+from .routes import approvals, audit, chat, discovery, health, memory, metrics, openapi
 from .runtime import Runtime
 
 log = logging.getLogger("kaos_runtime.agent")
@@ -45,6 +46,8 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
     app = FastAPI(title=f"KAOS agent {config.name}", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
     verifier = Verifier(config.auth)
+    # spec.access, after authentication (the middleware added first runs innermost).
+    app.add_middleware(AccessCheck, access=runtime.access, audit=runtime.audit, agent=config.name)
     app.add_middleware(BearerAuth, verifier=verifier, agent=config.name)  # before any work (probes exempt)
     # Outside the authentication: cross-site, not JSON, bad KAOS headers, too large a body.
     app.add_middleware(RequestGuard, max_body_bytes=config.max_body_bytes, header_rules=request_headers.RULES,
@@ -75,7 +78,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         log.exception("unexpected error")
         return json_response({"detail": f"internal error: {describe(error)}"}, 500)
 
-    groups = [health, discovery, chat, memory, approvals] + ([metrics] if runtime.metrics is not None else [])
+    groups = [health, discovery, chat, memory, approvals, audit] + ([metrics] if runtime.metrics is not None else [])
     for group in groups:  # their plain routes, flat in the app's router (include_router would nest them)
         app.router.routes.extend(group.router(runtime).routes)
     a2a_server.mount(app, runtime)  # A2A JSON-RPC at /a2a, card at /.well-known/agent-card.json

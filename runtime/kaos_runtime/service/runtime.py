@@ -11,8 +11,10 @@ from ..clients.http import HttpClient
 from ..clients.mcp_client import ToolCatalog
 from ..clients.model import ModelClient
 from ..clients.peers import PeerDirectory
+from ..core.audit import AuditTrail
 from ..core.auth import CredentialedPeers
 from ..core.budget import BudgetedModel, create_budget
+from ..core.grants import rules as access_rules
 from ..core.metrics import MeteredMemory, MeteredModel, MeteredPeers, MeteredTools, Metrics
 from ..core.principal import Access
 from ..core.settings import AgentSettings
@@ -51,12 +53,14 @@ class Runtime:
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
         self.peers = CredentialedPeers(self.peers, config.auth.outbound_token.get_secret_value())
         # Who owns, reads and decides what (core/principal.py); off without authentication.
-        self.access = Access(config.auth.enabled, config.auth.admins, config.approval.approvers)
+        self.access = Access(config.auth.enabled, config.auth.admins, config.approval.approvers,
+                             access_rules(config.auth.access_rules))
+        self.audit = AuditTrail(config.name)  # decisions, refusals, admin reads (core/audit.py)
         self.sessions = Sessions(self.memory, self.access)
         policy = ApprovalPolicy.from_settings(config.approval)
         self.approvals = ApprovalGate(policy, create_store(config), self.memory, config.name, self.tools.info,
                                       self.metrics.approval if self.metrics is not None else None,
-                                      access=self.access)
+                                      access=self.access, audit=self.audit)
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals)
         self.ready = False
         self.waiting_for = ["startup"]

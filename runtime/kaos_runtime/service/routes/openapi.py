@@ -92,7 +92,7 @@ def _approval() -> dict:
         id=_string(), tool=_string("The tool, or `delegate` for a delegation to a peer."),
         arguments={"type": "object"}, session_id=_string(), status={"enum": list(LISTED[1:])},
         requested_at=time_, expires_at=time_, decided_at=_nullable(time_),
-        decided_by=_nullable(_string("The principal who decided (`key:<n>`, `jwt:<sub>`, `key:3 via key:1` for a "
+        decided_by=_nullable(_string("The principal who decided (`key:<n>`, `user:<name>`, `key:3 via key:1` for a "
                                      "coordinator's caller, `anonymous`); null when pending or expired.")),
         reason=_string(), agent=_string("The agent whose call waits."), step={"type": "integer"},
         requester=_string("The principal the run acts for (with authentication, it may not decide the call)."),
@@ -189,6 +189,16 @@ def _schemas() -> dict:
         "Sessions": _object(("agent", "sessions", "total"), agent=_string(),
                             sessions={"type": "array", "items": _string(), "description": "Least recently active first."},
                             total={"type": "integer", "minimum": 0}),
+        "AuditEvent": {"type": "object", "required": ["time", "agent", "action", "user", "object"],
+                       "description": "One event of the audit trail (core/audit.py); more fields by action.",
+                       "properties": {"time": _string("ISO 8601, UTC."), "agent": _string(),
+                                      "action": _string("approval.approved, approval.rejected, approval.refused, "
+                                                        "call.refused, admin.read."),
+                                      "user": _string("The principal."), "object": _string("What it acted on.")},
+                       "additionalProperties": {"type": "string"}},
+        "AuditEvents": _object(("agent", "events", "total"), agent=_string(),
+                               events={"type": "array", "items": _ref("AuditEvent"), "description": "Oldest first."},
+                               total={"type": "integer", "minimum": 0}),
         "Health": _object(("status", "name", "timestamp"), status={"const": "healthy"}, name=_string(),
                           timestamp={"type": "integer"}),
         "Ready": _object(("status", "name", "model_client_loaded", "tools_discovered", "peers_discovered"),
@@ -282,6 +292,13 @@ def _operations(config) -> dict:
                           "413": _error(f"The body is larger than {config.max_body_bytes} bytes "
                                         "(MAX_REQUEST_BODY_BYTES)."),
                           "503": MEMORY_DOWN}}},
+        "/audit": {"get": {
+            "operationId": "auditTrail", "tags": ["audit"],
+            "summary": "This process's audit trail, the newest `limit` events (admins only with authentication).",
+            "parameters": [{"name": "limit", "in": "query", "required": False, "description": "Absent or empty: all kept.",
+                            "schema": OPTIONAL_INT}],
+            "responses": {"200": _json(_ref("AuditEvents"), "The events."),
+                          "400": _error("`limit` is not a non-negative integer.")}}},
         "/health": {"get": {
             "operationId": "health", "tags": ["probes"], "summary": "Liveness.",
             "responses": {"200": _json(_ref("Health"), "The process serves.")}}},
@@ -351,7 +368,13 @@ def _refusals(paths: dict) -> None:
         "An anonymous caller relayed by a coordinator without authentication may not list approvals.")
     paths["/approvals/{approval_id}"]["post"]["responses"]["403"] = _error(
         "The caller may not decide this call: it asked for it, it is not one of the approvers "
-        "(TOOL_APPROVAL_APPROVERS), or it is anonymous; the detail says which.")
+        "(TOOL_APPROVAL_APPROVERS), it lacks the 'approve' grant (ACCESS_RULES), or it is anonymous; "
+        "the detail says which.")
+    paths["/audit"]["get"]["responses"]["403"] = _error("The caller is not an admin.")
+    for path in ("/v1/chat/completions", "/memory/events", "/memory/sessions", "/approvals"):
+        for operation in paths[path].values():
+            operation["responses"].setdefault("403", _error(
+                "spec.access (ACCESS_RULES) grants the caller none of the verbs this path needs; the detail names them."))
 
 
 def mount(app: "FastAPI", runtime, auth: bool) -> None:

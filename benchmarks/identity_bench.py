@@ -1,0 +1,127 @@
+"""What checking a user's token costs an agent: OIDC access tokens (a real issuer, Ory Hydra)
+against API keys and no authentication, interleaved in one run.
+
+    python benchmarks/identity_bench.py [--requests 400] [--rounds 6]
+
+Starts Ory Hydra (scripts/setup-identity builds it) and three agents on 127.0.0.1: "open" (no
+authentication), "key" (AUTH_API_KEYS) and "oidc" (AUTH_OIDC_ISSUER; its keys discovered on the
+first request, which the warm-up sends). Each round sends ``--requests`` GET /v1/models (an
+authenticated route that does no other work) to each, one at a time over one kept-alive
+connection, the order of the three rotating per round; the p50s are pooled over the rounds and
+the median of the rounds' paired differences (oidc - open, oidc - key) is printed too (on a
+loaded machine these HTTP figures carry more noise than the difference). Then the agent's own
+check in this process, without HTTP: a warm token (an agent verifies a token once and remembers
+it until it expires), an API key, and a token it has not seen (signature, issuer, audience,
+expiry; the keys already fetched), the cost of a new sign-in's first request. Not a test: it
+prints figures; the target is <= 0.1 ms p50 added per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "runtime"))
+sys.path.insert(0, os.path.join(ROOT, "operator"))
+
+from benchmarks.runtime_bench import ms, start_agent  # noqa: E402
+from kaos_runtime.core.auth import Verifier  # noqa: E402
+from kaos_runtime.core.oidc import OidcVerifier  # noqa: E402
+from kaos_runtime.core.settings import AuthSettings  # noqa: E402
+from tests.support.hydra import Hydra, hydra_binary  # noqa: E402
+
+AUDIENCE = "bench-agent"
+KEY = "bench-key-0123456789"
+
+
+async def latencies(url: str, headers: dict, count: int) -> list[float]:
+    found = []
+    async with httpx.AsyncClient(headers=headers, timeout=10) as http:
+        await http.get(url + "/v1/models")  # the connection open, the route warm
+        for _ in range(count):
+            began = time.perf_counter()
+            response = await http.get(url + "/v1/models")
+            found.append(time.perf_counter() - began)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: {response.status_code} {response.text}")
+    return found
+
+
+async def timed(call, count: int) -> list[float]:
+    found = []
+    for _ in range(count):
+        began = time.perf_counter()
+        await call()
+        found.append(time.perf_counter() - began)
+    return found
+
+
+async def in_process(hydra: Hydra, token: str, count: int) -> None:
+    """The agent's own code, without HTTP: a warm token, an API key, a token not seen before."""
+    oidc = Verifier(AuthSettings.from_env({"AUTH_OIDC_ISSUER": hydra.issuer, "AUTH_OIDC_AUDIENCE": AUDIENCE}))
+    keys = Verifier(AuthSettings.from_env({"AUTH_API_KEYS": f"other-key,{KEY}"}))
+    await oidc.principal(token)  # the keys fetched, the token verified once
+    fresh = OidcVerifier(hydra.issuer, AUDIENCE)
+    await fresh.user(token)
+    print("in process (p50):")
+    for name, call in (("a warm token", lambda: oidc.principal(token)), ("an API key", lambda: keys.principal(KEY)),
+                       ("a token not seen before", lambda: fresh.check(token, time.time()))):
+        print(f"  {name:<24} {statistics.median(await timed(call, count)) * 1e6:8.1f} us")
+
+
+async def main(args) -> None:
+    binary = hydra_binary()
+    if binary is None:
+        raise SystemExit("Ory Hydra is missing: run scripts/setup-identity")
+    log_dir = tempfile.mkdtemp(prefix="kaos-identity-bench-")
+    hydra = Hydra(binary, Path(log_dir))
+    agents = []
+    try:
+        token = hydra.token(hydra.client([AUDIENCE]), "alice", AUDIENCE)
+        sides = {
+            "open": ({}, {}),
+            "key": ({"AUTH_API_KEYS": KEY}, {"Authorization": f"Bearer {KEY}"}),
+            "oidc": ({"AUTH_OIDC_ISSUER": hydra.issuer, "AUTH_OIDC_AUDIENCE": AUDIENCE},
+                     {"Authorization": f"Bearer {token}"}),
+        }
+        services = {}
+        for name, (env, _) in sides.items():
+            services[name] = start_agent(f"bench-{name}", env, log_dir)
+            agents.append(services[name])
+        pooled: dict[str, list[float]] = {name: [] for name in sides}
+        medians: dict[str, list[float]] = {name: [] for name in sides}
+        names = list(sides)
+        for round_ in range(args.rounds):
+            order = names[round_ % 3:] + names[:round_ % 3]
+            for name in order:
+                found = await latencies(services[name].url, sides[name][1], args.requests)
+                pooled[name] += found
+                medians[name].append(statistics.median(found))
+        print(f"GET /v1/models, {args.requests} requests x {args.rounds} rounds each, interleaved (p50):")
+        for name in names:
+            print(f"  {name:<6} {ms(statistics.median(pooled[name])):>10}")
+        for other in ("open", "key"):
+            paired = [a - b for a, b in zip(medians["oidc"], medians[other])]
+            print(f"  oidc - {other:<5} {ms(statistics.median(paired)):>10} (median of the rounds' differences)")
+        await in_process(hydra, token, 10 * args.requests)
+    finally:
+        for service in agents:
+            service.stop()
+        hydra.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=6)
+    asyncio.run(main(parser.parse_args()))

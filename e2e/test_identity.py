@@ -1,0 +1,67 @@
+"""People, not keys (issue 29) under the control plane: an Agent with spec.auth.oidc naming a real
+issuer (Ory Hydra as a process on 127.0.0.1, tests/support/hydra.py), spec.access and group
+approvers; through the gateway a user of a granted group chats, a user outside it gets 403 naming
+the grant, and the audit trail, read by an admin group's user, names them. From the Agent
+resource through the reconcile core, the agent chart's env and the runtime, as `kaos up` runs it.
+
+Local backend only: the issuer listens on 127.0.0.1, which pods in a cluster do not reach."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait
+from tests.support.hydra import Hydra, hydra_binary
+
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
+              pytest.mark.skipif(BACKEND == "cluster", reason="the issuer runs on this machine's loopback")]
+
+AUDIENCE = "kaos-e2e"
+
+
+@pytest.fixture(scope="module")
+def hydra(tmp_path_factory):
+    binary = hydra_binary()
+    if binary is None:
+        pytest.fail("Ory Hydra is missing: run scripts/setup-identity (scripts/setup-test runs it)")
+    issuer = Hydra(binary, tmp_path_factory.mktemp("hydra"))
+    yield issuer
+    issuer.stop()
+
+
+@pytest.fixture(scope="module")
+def tokens(hydra) -> dict[str, str]:
+    client = hydra.client([AUDIENCE])
+    return {user: hydra.token(client, user, AUDIENCE) for user in ("alice", "bob", "carol")}
+
+
+@pytest.fixture(scope="module")
+def guarded_agent(test_namespace, shared_modelapi, hydra) -> str:
+    resource = create_agent_resource(test_namespace, "identity-agent", shared_modelapi)
+    resource["spec"]["auth"] = {"oidc": {"issuer": hydra.issuer, "audience": AUDIENCE},
+                                "admins": ["group:approvers"]}
+    resource["spec"]["access"] = [{"verbs": ["chat", "read"], "groups": ["engineering"]}]
+    return deploy_and_wait(resource, test_namespace)
+
+
+async def chat(url: str, token: str | None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=120) as client:
+        return await client.post(f"{url}/v1/chat/completions", headers=headers,
+                                 json={"messages": [{"role": "user", "content": "hello"}]})
+
+
+async def test_users_and_groups_decide_who_may_chat(guarded_agent, tokens):
+    assert (await chat(guarded_agent, None)).status_code == 401
+    allowed = await chat(guarded_agent, tokens["bob"])
+    assert allowed.status_code == 200, allowed.text
+    refused = await chat(guarded_agent, tokens["carol"])
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith("user:carol may not chat on agent identity-agent: "
+                                               "no rule of its spec.access grants 'chat'")
+    async with httpx.AsyncClient(timeout=30) as client:
+        trail = await client.get(f"{guarded_agent}/audit", headers={"Authorization": f"Bearer {tokens['alice']}"})
+    assert trail.status_code == 200, trail.text
+    assert [(event["action"], event["user"]) for event in trail.json()["events"]
+            if event["action"] == "call.refused"] == [("call.refused", "user:carol")]

@@ -1,0 +1,154 @@
+"""A real OpenID Connect issuer for the tests: Ory Hydra (scripts/setup-identity builds it from
+the Go module proxy into ~/.cache/kaos/hydra-<version>/), run as a process on 127.0.0.1 with an
+in-memory database, access tokens as JWTs and the ``groups`` claim at the top level.
+
+Hydra has no users of its own: a login and consent app says who signed in and what the tokens
+carry. Here that app is ``Hydra.token``, which walks the authorization-code flow over HTTP as a
+browser would and accepts the login and consent through Hydra's admin API for one of the static
+``USERS``, with that user's groups in the access token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+from kaos.local.ports import free_port
+from tests.support.polling import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
+CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the code is read from the redirect
+SIGNING_KEY_SETS = ("hydra.openid.id-token", "hydra.jwt.access-token")
+TIMEOUT = 60  # seconds for one request to Hydra (a loaded test machine)
+CONFIG = """\
+dsn: memory
+serve:
+  public: {{host: 127.0.0.1, port: {public}}}
+  admin: {{host: 127.0.0.1, port: {admin}}}
+urls:
+  self: {{issuer: "http://127.0.0.1:{public}"}}
+  login: "http://127.0.0.1:9/login"
+  consent: "http://127.0.0.1:9/consent"
+strategies:
+  access_token: jwt
+oauth2:
+  allowed_top_level_claims: [groups]
+  mirror_top_level_claims: false
+  hashers: {{algorithm: pbkdf2, pbkdf2: {{iterations: 1000}}}}  # the tests' client secrets: cheap to check
+secrets:
+  system: ["{secret}"]
+log: {{level: warn}}
+"""
+
+
+def hydra_binary() -> str | None:
+    """The binary scripts/setup-identity linked into .tools/bin (or one on PATH)."""
+    linked = ROOT / ".tools" / "bin" / "hydra"
+    return str(linked) if linked.exists() else shutil.which("hydra")
+
+
+@dataclass
+class Client:
+    id: str
+    secret: str
+
+
+class Hydra:
+    """One Hydra process; ``client`` registers an OAuth client, ``token`` signs a user in."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.public, self.admin = free_port(), free_port()
+        config = workdir / f"hydra-{self.public}.yml"
+        config.write_text(CONFIG.format(public=self.public, admin=self.admin, secret=secrets.token_hex(24)))
+        self.log_path = workdir / f"hydra-{self.public}.log"
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen([binary, "serve", "all", "--dev", "--config", str(config)],
+                                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+        self.issuer = f"http://127.0.0.1:{self.public}"
+        self.admin_url = f"http://127.0.0.1:{self.admin}/admin"
+        wait_until(self._ready, 60, what="hydra answering on /health/ready")
+        for key_set in SIGNING_KEY_SETS:
+            self.provision(key_set)
+
+    def provision(self, key_set: str) -> None:
+        """A 2048-bit RSA signing key for ``key_set`` (what company issuers use), rather than the
+        4096-bit one Hydra would generate on the first token (seconds of CPU on a loaded machine)."""
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = {**json.loads(RSAAlgorithm.to_jwk(private)), "kid": f"{key_set}-{secrets.token_hex(4)}",
+               "alg": "RS256", "use": "sig"}
+        answer = httpx.put(f"{self.admin_url}/keys/{key_set}", json={"keys": [jwk]}, timeout=TIMEOUT)
+        assert answer.status_code == 200, answer.text
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"hydra exited with {self.process.returncode}:\n{self.log_path.read_text()}")
+        try:
+            return httpx.get(self.issuer + "/health/ready", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+    def client(self, audiences: list[str], token_lifespan: str = "") -> Client:
+        """An authorization-code client allowed to ask for tokens for ``audiences``; with
+        ``token_lifespan`` (``1s``), its access tokens expire that soon."""
+        client = Client("kaos-" + secrets.token_hex(4), secrets.token_hex(16))
+        created = httpx.post(self.admin_url + "/clients", json={
+            "client_id": client.id, "client_secret": client.secret, "grant_types": ["authorization_code"],
+            "response_types": ["code"], "redirect_uris": [CALLBACK], "scope": "openid",
+            "audience": audiences, "token_endpoint_auth_method": "client_secret_post"}, timeout=TIMEOUT)
+        assert created.status_code == 201, created.text
+        if token_lifespan:
+            changed = httpx.put(f"{self.admin_url}/clients/{client.id}/lifespans",
+                                json={"authorization_code_grant_access_token_lifespan": token_lifespan}, timeout=TIMEOUT)
+            assert changed.status_code == 200, changed.text
+        return client
+
+    def token(self, client: Client, user: str, audience: str) -> str:
+        """An access token for ``user`` (one of USERS, with its groups) and ``audience``: the
+        authorization-code flow, the login and consent accepted as the login app would."""
+        with httpx.Client(timeout=TIMEOUT) as browser:
+            state = secrets.token_hex(8)
+            started = browser.get(self.issuer + "/oauth2/auth", params={
+                "client_id": client.id, "response_type": "code", "redirect_uri": CALLBACK, "scope": "openid",
+                "state": state, "audience": audience})
+            login = self._accept(started, "login", {"subject": user, "remember": False})
+            consent = self._accept(browser.get(login), "consent", {
+                "grant_scope": ["openid"], "grant_access_token_audience": [audience],
+                "session": {"access_token": {"groups": USERS[user]}}})
+            done = browser.get(consent)
+            assert done.status_code in (302, 303), done.text
+            query = parse_qs(urlsplit(done.headers["location"]).query)
+            assert query.get("state") == [state], done.headers["location"]
+            answer = browser.post(self.issuer + "/oauth2/token", data={
+                "grant_type": "authorization_code", "code": query["code"][0], "redirect_uri": CALLBACK,
+                "client_id": client.id, "client_secret": client.secret})
+            assert answer.status_code == 200, answer.text
+            return answer.json()["access_token"]
+
+    def _accept(self, redirect: httpx.Response, step: str, body: dict) -> str:
+        """Accept the login or consent challenge a redirect carries; where Hydra goes on."""
+        assert redirect.status_code in (302, 303), redirect.text
+        challenge = parse_qs(urlsplit(redirect.headers["location"]).query)[f"{step}_challenge"][0]
+        accepted = httpx.put(f"{self.admin_url}/oauth2/auth/requests/{step}/accept",
+                             params={f"{step}_challenge": challenge}, json=body, timeout=TIMEOUT)
+        assert accepted.status_code == 200, accepted.text
+        return accepted.json()["redirect_to"]
