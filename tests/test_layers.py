@@ -1,15 +1,17 @@
 """The packages keep their layers: import-linter's contracts in pyproject.toml ([tool.importlinter]).
 
 - the CLI (kaos.cli) on top; the operator (kaos.operator) and the local control plane
-  (kaos.local) beside each other, never importing each other; the helm and MCP edges and the
-  web console (kaos.helm, kaos.mcp_discovery, kaos.console) below them; the reconcile core,
-  CRD validation, settings, backoff, metrics (kaos.metrics) and API names at the bottom;
+  (kaos.local) beside each other, never importing each other; the helm and MCP edges, the
+  web console and the trigger runner (kaos.helm, kaos.mcp_discovery, kaos.console,
+  kaos.trigger_runner) below them; the HTTP forwarding and the one Kubernetes client (kaos.proxy,
+  kaos.kube_api) below those; the reconcile core, CRD validation, the Trigger kind's core
+  (kaos.triggers), settings, backoff, metrics (kaos.metrics) and API names at the bottom;
 - of the bottom, all but the metrics (the reconcile core, CRD validation, settings, backoff
   and API names) import no kopf, pyhelm3, aiohttp, HTTP client, MCP SDK or server;
 - the runtime (kaos_runtime, the data plane) and the control side (kaos) import nothing of each other;
 - inside the local control plane (kaos.local): the server, then the control plane that puts the
-  parts together, then the reconcile loop, then the workloads and the resource store beside each
-  other (never importing each other);
+  parts together, then the reconcile loop, then its TriggerHost (trigger_host), then the workloads
+  and the resource store beside each other (never importing each other);
 - inside the runtime: the command (__main__) on top; the agent's service, the python-string MCP
   server and the engines beside each other; the protocols; the agentic loop; the clients; the
   memory; the core (settings, errors, auth, budgets, metrics, telemetry) at the bottom.
@@ -44,6 +46,11 @@ VIOLATIONS = [
     ("kaos/reconcile/plan.py", "import aiohttp", "kaos.reconcile.plan -> aiohttp"),
     ("kaos_runtime/__init__.py", "import kaos.api", "kaos_runtime -> kaos.api"),
     ("kaos/local/store.py", "import kaos.local.workloads", "kaos.local.store -> kaos.local.workloads"),
+    ("kaos/kube_api.py", "import kaos.console.catalog", "kaos.kube_api -> kaos.console.catalog"),
+    ("kaos/local/trigger_host.py", "import kaos.local.reconcile_loop",
+     "kaos.local.trigger_host -> kaos.local.reconcile_loop"),
+    ("kaos/triggers/status.py", "import kaos.trigger_runner.engine",
+     "kaos.triggers.status -> kaos.trigger_runner.engine"),
     ("kaos_runtime/core/settings.py", "import kaos_runtime.loop.tool_calling",
      "kaos_runtime.core.settings -> kaos_runtime.loop.tool_calling"),
     ("kaos_runtime/clients/model.py", "import kaos_runtime.loop.step_gate",

@@ -19,7 +19,7 @@ from kaos.backoff import Backoff
 from kaos.local.containers import LocalProcess
 from kaos.local.manifests import CORE_KINDS
 from kaos.local.store import ResourceStore
-from kaos.local.triggers import Triggers
+from kaos.local.trigger_host import LocalTriggerHost
 from kaos.local.workloads import Workloads
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
@@ -46,7 +46,7 @@ class ReconcileLoop:
         self._worker: asyncio.Task | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self.triggers = Triggers(store, self._write_status)
+        self.trigger_host = LocalTriggerHost(store, self._write_status)
         store.watch(self._stored)
 
     def start(self) -> None:
@@ -61,7 +61,7 @@ class ReconcileLoop:
                 pass
         for task in list(self._discovering.values()):
             task.cancel()
-        await self.triggers.close()
+        await self.trigger_host.close()
 
     async def settled(self) -> None:
         """Wait until the reconcile queue is empty (for tests and `kaos up`)."""
@@ -111,11 +111,11 @@ class ReconcileLoop:
         resource = self.store.resources.get(ref)
         if ref.kind == TRIGGER:  # no workload: the trigger engine runs it
             if resource is None:
-                self.triggers.forget(ref)
+                self.trigger_host.engine.delete(ref)
                 self._notify(ref, None)
             else:
                 since = started()
-                new_status = self.triggers.reconcile(resource)
+                new_status = self.trigger_host.reconcile(resource)
                 self._set_status(ref, resource, new_status)
                 reconciled(ref.kind, new_status["phase"], since)
             return
