@@ -49,6 +49,12 @@ def on_clock(name: str, **spec) -> dict:
     return builders.trigger(name, created=timestamp(BEFORE_TWO), **spec)
 
 
+async def one_second(engine: TriggerEngine) -> None:
+    """Once the schedule waits for the clock, a second passes (an every-second schedule is due)."""
+    await sleeping(engine.clock)
+    engine.clock.advance(1)
+
+
 async def sleeping(clock: ManualClock, count: int = 1) -> None:
     """Until ``count`` schedules wait for the clock (each has looked at its due times)."""
     await eventually(lambda: clock.sleeping >= count, 10, what=f"{count} schedule(s) waiting for the clock")
@@ -136,20 +142,24 @@ async def test_a_schedule_fires_after_persisting_its_due_time(scheduled, agent):
     assert host.last("ticker")["phase"] == "Ready" and host.last("ticker")["nextRun"]
 
 
+async def running(engine: TriggerEngine, mock_model, name: str, policy: str) -> None:
+    """An every-second Trigger whose first run is sent and held (the model answers when the test
+    releases the gate named ``name``)."""
+    mock_model.script({"content": "slow", "gate": name})
+    engine.apply(on_clock(name, schedule=EVERY_SECOND, concurrencyPolicy=policy))
+    await one_second(engine)
+    await eventually(lambda: engine.sent, 10, what="the first run sent")
+
+
 async def test_forbid_skips_a_due_run_while_one_is_in_progress(scheduled, mock_model):
     engine, host = scheduled
-    mock_model.script({"content": "slow", "gate": "forbid"})
-    engine.apply(on_clock("busy", schedule=EVERY_SECOND, concurrencyPolicy="Forbid"))
-    await sleeping(engine.clock)
-    engine.clock.advance(1)
-    await eventually(lambda: engine.sent, 10, what="the first run sent")
-    await sleeping(engine.clock)
-    engine.clock.advance(1)
+    await running(engine, mock_model, "busy", "Forbid")
+    await one_second(engine)
     history = await eventually(lambda: [e for e in host.last("busy").get("history") or []
                                         if e["outcome"] == SKIPPED], 10, what="a skipped run")
     assert "concurrencyPolicy Forbid" in history[0]["summary"]
     assert len(host.last("busy")["active"]) == 1
-    mock_model.release("forbid")
+    mock_model.release("busy")
     await eventually(lambda: finished(host, "busy"), 10, what="the slow run ending")
 
 
@@ -309,17 +319,13 @@ async def test_the_history_stays_bounded(engine_and_host):
 
 async def test_deleting_a_trigger_stops_its_schedule_and_its_runs(scheduled, mock_model):
     engine, host = scheduled
-    mock_model.script({"content": "never", "gate": "deleted"})
-    engine.apply(on_clock("doomed", schedule=EVERY_SECOND, concurrencyPolicy="Allow"))
-    await sleeping(engine.clock)
-    engine.clock.advance(1)
-    await eventually(lambda: engine.sent, 10, what="a run sent")
+    await running(engine, mock_model, "doomed", "Allow")
     state = engine.triggers[ref("doomed")]
     engine.delete(ref("doomed"))
     await asyncio.gather(state.schedule, *state.runs.values(), return_exceptions=True)
     assert state.schedule.cancelled() and all(task.done() for task in state.runs.values())
     assert engine.status(ref("doomed")) is None
-    mock_model.release("deleted")
+    mock_model.release("doomed")
 
 
 async def test_a_restart_neither_fires_a_handled_due_time_again_nor_loses_a_missed_one(agent, mock_model):
