@@ -65,7 +65,7 @@ def test_a_name_longer_than_a_dns_label_is_refused():
 def test_the_spec_of_a_schedule_and_of_a_webhook():
     nightly = trigger_spec(trigger(timeZone="Europe/Paris", limits={"maxSteps": 3, "maxTokens": 5000,
                                                                     "timeout": "1h30m"}))
-    assert (nightly.namespace, nightly.name, nightly.agent) == ("team", "nightly", "reporter")
+    assert (nightly.name, nightly.agent) == ("nightly", "reporter")
     assert nightly.schedule.expression == "0 2 * * *" and nightly.schedule.time_zone == "Europe/Paris"
     assert nightly.webhook is None and nightly.caller == "trigger:nightly"
     assert (nightly.limits.timeout, nightly.limits.max_steps, nightly.limits.max_tokens) == (5400, 3, 5000)

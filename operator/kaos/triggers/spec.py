@@ -44,8 +44,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class TriggerSpec:
-    namespace: str
-    name: str
+    name: str  # the Trigger's (its namespace is its Ref's)
     agent: str
     message: str
     schedule: Schedule | None
@@ -95,7 +94,6 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
     if timeout <= 0:
         raise TriggerSpecError("limits.timeout: must be longer than 0s")
     return TriggerSpec(
-        namespace=metadata.get("namespace") or "default",
         name=metadata["name"],
         agent=spec["agent"],
         message=spec["message"],
