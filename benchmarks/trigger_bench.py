@@ -28,7 +28,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kaos.api import TRIGGER  # noqa: E402
 from kaos.crds import validate  # noqa: E402
+from kaos.reconcile import Ref  # noqa: E402
 from kaos.trigger_runner.engine import TriggerEngine  # noqa: E402
 from kaos.triggers.runs import timestamp  # noqa: E402
 from kaos.triggers.signature import signed_headers  # noqa: E402
@@ -43,13 +45,13 @@ class Host:
         self.endpoint = endpoint
         self.written = 0
 
-    def agent(self, namespace, name):
+    def agent(self, ref):
         return {"status": {"ready": True, "phase": "Ready", "endpoint": self.endpoint}}
 
     async def secret(self, namespace, name, key):
         return SECRET
 
-    async def persist(self, namespace, name, status):
+    async def persist(self, ref, status):
         self.written += 1
         return True
 
@@ -81,7 +83,7 @@ def summary(label: str, delays: list[float], digits: int = 0) -> None:
 
 async def scheduled(agent: str, runs: int) -> list[float]:
     sent = []
-    engine = TriggerEngine(Host(agent), on_run=lambda ns, name, run: sent.append(run))
+    engine = TriggerEngine(Host(agent), on_run=lambda ref, run: sent.append(run))
     engine.apply(manifest("every-second", schedule="* * * * * *"))
     async with httpx.AsyncClient() as http:
         while len(sent) < runs:
@@ -100,7 +102,7 @@ async def webhooks(agent: str, runs: int) -> tuple[list[float], list[float]]:
             body = json.dumps({"n": number}).encode()
             call = WebhookCall.read(body, signed_headers(SECRET, body, delivery=f"d{number}").get)
             started = time.perf_counter()
-            answer = await engine.webhook("bench", "hook", call)
+            answer = await engine.webhook(Ref(TRIGGER, "bench", "hook"), call)
             answers.append(time.perf_counter() - started)
             accepted = datetime.now(timezone.utc)
             assert answer.status == 202, answer

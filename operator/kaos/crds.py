@@ -33,6 +33,8 @@ RULES: dict[str, Callable[[dict], bool]] = {
     "size(self.tools) > 0 || self.fromAnnotations": lambda approval: bool(approval["tools"]) or approval["fromAnnotations"],
     "self.type != 'external' || has(self.external)": lambda storage: storage["type"] != "external" or "external" in storage,
     "has(self.url) != has(self.connectionSecretRef)": lambda external: ("url" in external) != ("connectionSecretRef" in external),
+    "has(self.schedule) != has(self.webhook)": lambda spec: ("schedule" in spec) != ("webhook" in spec),
+    "!has(self.timeZone) || has(self.schedule)": lambda spec: "timeZone" not in spec or "schedule" in spec,
 }
 
 
@@ -176,10 +178,6 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return "; ".join(f"{_join(path, key)}: unknown field" for key in unknown)
-    if error.validator == "oneOf" and all(set(branch) == {"required"} for branch in error.validator_value):
-        # oneOf of required fields: the schema's way to say "exactly one of these".
-        fields = [name for branch in error.validator_value for name in branch["required"]]
-        return f"{path or '<root>'}: set exactly one of {', '.join(fields[:-1])} or {fields[-1]}"
     if error.validator == "pattern" and error.schema.get("description"):
         # A pattern says what is wanted poorly; the field's description says it in words.
         return f"{path or '<root>'}: {error.instance!r} is invalid: expected {error.schema['description']}"

@@ -76,8 +76,10 @@ def reporter(cluster, operator, namespace):
 
 @pytest.mark.parametrize("spec, message", [
     ({"schedule": "0 2 * * *", "webhook": {"secretRef": {"name": "s", "key": "k"}}},
-     "must validate one and only one schema (oneOf)"),
-    ({}, "must validate one and only one schema (oneOf)"),
+     'spec: Invalid value: set exactly one of schedule or webhook'),
+    ({}, 'spec: Invalid value: set exactly one of schedule or webhook'),
+    ({"webhook": {"secretRef": {"name": "s", "key": "k"}}, "timeZone": "UTC"},
+     'spec: Invalid value: timeZone: only a schedule has a time zone'),
     ({"schedule": "0 2 * * *", "concurrencyPolicy": "Queue"},
      'spec.concurrencyPolicy: Unsupported value: "Queue": supported values: "Allow", "Forbid", "Replace"'),
     ({"schedule": "0 2 * * *", "historyLimit": 0},

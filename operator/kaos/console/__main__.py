@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
 
 def catalog_of(args: argparse.Namespace) -> KubernetesCatalog:
     if args.api_server:
-        return KubernetesCatalog(args.api_server, args.token_file, args.ca_file, tuple(args.namespaces))
+        return KubernetesCatalog.connect(args.api_server, args.token_file, args.ca_file, tuple(args.namespaces))
     return KubernetesCatalog.in_cluster(tuple(args.namespaces))
 
 

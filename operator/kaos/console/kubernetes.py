@@ -2,7 +2,7 @@
 
 :class:`KubernetesCatalog` lists agents, modelapis and mcpservers (``kaos.tools``) with the
 console's own ServiceAccount (its token and CA, mounted in the pod), which needs nothing
-but get/list on them. :class:`ServiceProxy` serves the gateway's URL layout
+but get/list on them, through the control side's one Kubernetes client (kaos.kube_api). :class:`ServiceProxy` serves the gateway's URL layout
 (``/<namespace>/<agent|modelapi|mcp>/<name>/<rest>``) by forwarding to the workload's
 ``status.endpoint``, the Service URL the operator wrote (``http://agent-<name>.<ns>.svc...:8000``);
 only resources the catalog lists are reached, so the console is no open proxy, and of a ModelAPI
@@ -12,21 +12,16 @@ only the paths the gateway routes (kaos.routes), with bodies up to the same boun
 from __future__ import annotations
 
 import asyncio
-import os
-import ssl
 from pathlib import Path
-from urllib.parse import quote
 
-import aiohttp
 from yarl import URL
 
 from kaos.api import API_VERSION, MCPSERVER, SERVED_KINDS, SERVED_PLURALS
 from kaos.console.app import JSON_HEADERS, send_json
 from kaos.console.catalog import Catalog, CatalogError, key_of
+from kaos.kube_api import Forbidden, KubeClient, KubeError
 from kaos.proxy import Forwarder, forwarded_headers
 from kaos.routes import DEFAULT_TIMEOUT, Route, gateway_path, max_body, parse_route, unrouted
-
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 class KubernetesCatalog:
@@ -34,77 +29,47 @@ class KubernetesCatalog:
 
     source = "kubernetes"
 
-    def __init__(self, server: str, token_file: Path | None = None, ca_file: Path | None = None,
-                 namespaces: tuple[str, ...] = (), timeout: float = 10.0):
-        self.server = server.rstrip("/")
-        self.token_file = token_file
-        self.ca_file = ca_file
+    def __init__(self, client: KubeClient, namespaces: tuple[str, ...] = ()):
+        self.client = client
         self.namespaces = tuple(namespaces)
-        self.timeout = timeout
-        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def connect(cls, server: str, token_file: Path | None = None, ca_file: Path | None = None,
+                namespaces: tuple[str, ...] = (), timeout: float = 10.0) -> "KubernetesCatalog":
+        return cls(KubeClient.connect(server, token_file, ca_file, timeout), namespaces)
 
     @classmethod
     def in_cluster(cls, namespaces: tuple[str, ...] = ()) -> "KubernetesCatalog":
         """The API server and credentials a pod is given (its ServiceAccount's token and CA)."""
-        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        if not host:
-            raise CatalogError("not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset); "
-                               "give the API server with --api-server")
-        host = f"[{host}]" if ":" in host else host
-        return cls(f"https://{host}:{port}", SERVICE_ACCOUNT_DIR / "token", SERVICE_ACCOUNT_DIR / "ca.crt", namespaces)
+        try:
+            return cls(KubeClient.in_cluster(), namespaces)
+        except KubeError as error:
+            raise CatalogError(f"{error.message}; give the API server with --api-server") from None
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            context = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else None
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context) if context else None)
-        return self._session
+    def server(self) -> str:
+        return self.client.server
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self.client.close()
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        if self.token_file is not None:
-            try:  # read every time: the kubelet rotates projected tokens
-                headers["Authorization"] = "Bearer " + self.token_file.read_text().strip()
-            except OSError as error:
-                raise CatalogError(f"cannot read the ServiceAccount token {self.token_file}: {error.strerror}") from None
-        return headers
-
-    def paths(self) -> list[tuple[str, str]]:
-        """(kind, API path) of every list call."""
-        base = f"/apis/{API_VERSION}"
-        if not self.namespaces:
-            return [(kind, f"{base}/{_plural(kind)}") for kind in SERVED_KINDS]
-        return [(kind, f"{base}/namespaces/{quote(ns)}/{_plural(kind)}") for ns in self.namespaces for kind in SERVED_KINDS]
+    def lists(self) -> list[tuple[str, str | None]]:
+        """(kind, namespace or None for every namespace) of every list call."""
+        return [(kind, namespace) for namespace in (self.namespaces or (None,)) for kind in SERVED_KINDS]
 
     async def resources(self) -> list[dict]:
-        results = await asyncio.gather(*(self._list(kind, path) for kind, path in self.paths()))
+        results = await asyncio.gather(*(self._list(kind, namespace) for kind, namespace in self.lists()))
         return [item for items in results for item in items]
 
-    async def _list(self, kind: str, path: str) -> list[dict]:
-        what = f"{_plural(kind)}.{API_VERSION.split('/')[0]}"
+    async def _list(self, kind: str, namespace: str | None) -> list[dict]:
         try:
-            async with self.session.get(self.server + path, headers=self._headers(),
-                                        timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
-                if response.status >= 400:
-                    text = await response.text()
-                    try:
-                        message = (await response.json(content_type=None)).get("message") or text
-                    except ValueError:
-                        message = text
-                    hint = ("; the console's ServiceAccount needs get and list on agents, modelapis, mcpservers, triggers "
-                            "and memorystores (charts/kaos with console.enabled grants them)") if response.status in (401, 403) else ""
-                    raise CatalogError(f"the Kubernetes API refused to list {what} "
-                                       f"({response.status} {response.reason}): {message.strip()}{hint}")
-                body = await response.json(content_type=None)
-        except aiohttp.ClientError as error:
-            raise CatalogError(f"cannot reach the Kubernetes API at {self.server}: {error}") from None
-        except asyncio.TimeoutError:
-            raise CatalogError(f"the Kubernetes API at {self.server} did not answer within {self.timeout:g}s") from None
-        items = body.get("items") or []
+            items = await self.client.list_resources(_plural(kind), namespace)
+        except Forbidden as error:
+            raise CatalogError(f"the Kubernetes API refused to {error}; the console's ServiceAccount needs get and "
+                               "list on agents, modelapis, mcpservers, triggers and memorystores (charts/kaos "
+                               "with console.enabled grants them)") from None
+        except KubeError as error:
+            raise CatalogError(f"the Kubernetes API could not {error}") from None
         for item in items:  # list items may leave out what they are
             item.setdefault("apiVersion", API_VERSION)
             item.setdefault("kind", kind)

@@ -69,8 +69,8 @@ class ControlPlane:
         problems = name_problems(TRIGGER, namespace, name)
         if problems:
             return Answer(400, {"detail": "; ".join(problems)})
-        return await self.loop.triggers.run(namespace, name)
+        return await self.loop.trigger_host.engine.fire(Ref(TRIGGER, namespace, name))
 
     async def trigger_webhook(self, namespace: str, name: str, call: WebhookCall) -> Answer:
         """A call to the Trigger's webhook (the gateway's POST /<namespace>/trigger/<name>)."""
-        return await self.loop.triggers.webhook(namespace, name, call)
+        return await self.loop.trigger_host.engine.webhook(Ref(TRIGGER, namespace, name), call)

@@ -19,7 +19,7 @@ from kaos.backoff import Backoff
 from kaos.local.containers import LocalProcess, object_data
 from kaos.local.manifests import CORE_KINDS
 from kaos.local.store import ResourceStore
-from kaos.local.triggers import Triggers
+from kaos.local.trigger_host import LocalTriggerHost
 from kaos.local.workloads import Workloads
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.memory_probe import MemoryProbes
@@ -49,7 +49,7 @@ class ReconcileLoop:
         self._worker: asyncio.Task | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self.triggers = Triggers(store, self._write_status)
+        self.trigger_host = LocalTriggerHost(store, self._write_status)
         # A MemoryStore's status follows its probe's answers: a new answer re-queues it.
         self.memory = memory or MemoryProbes()
         self.memory.on_change = self._enqueue
@@ -67,7 +67,7 @@ class ReconcileLoop:
                 pass
         for task in list(self._discovering.values()):
             task.cancel()
-        await self.triggers.close()
+        await self.trigger_host.close()
         await self.memory.close()
 
     async def settled(self) -> None:
@@ -118,11 +118,11 @@ class ReconcileLoop:
         resource = self.store.resources.get(ref)
         if ref.kind == TRIGGER:  # no workload: the trigger engine runs it
             if resource is None:
-                self.triggers.forget(ref)
+                self.trigger_host.engine.delete(ref)
                 self._notify(ref, None)
             else:
                 since = started()
-                new_status = self.triggers.reconcile(resource)
+                new_status = self.trigger_host.reconcile(resource)
                 self._set_status(ref, resource, new_status)
                 reconciled(ref.kind, new_status["phase"], since)
             return

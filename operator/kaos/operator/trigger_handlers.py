@@ -1,6 +1,6 @@
-"""kopf handlers for Trigger (kaos.operator.triggers runs them): startup and cleanup of the
-engine and its webhook server, each Trigger's changes, and a timer per Trigger that refreshes
-its status and starts the runs its run-now annotation asks for."""
+"""kopf handlers for Trigger (kaos.operator.trigger_host runs them): startup and cleanup of the
+engine and its webhook server (kaos.operator.trigger_webhooks), each Trigger's changes, and a
+timer per Trigger that refreshes its status and starts the runs its run-now annotation asks for."""
 
 from __future__ import annotations
 
@@ -8,36 +8,37 @@ import aiohttp.web
 import kopf
 
 from kaos.api import GROUP, TRIGGER_NAMES, VERSION
-from kaos.operator.kube import KubeApi
-from kaos.operator.triggers import ClusterTriggers, webhook_app
+from kaos.kube_api import KubeClient
+from kaos.operator.trigger_host import ClusterTriggerHost
+from kaos.operator.trigger_webhooks import webhook_app
 from kaos.operator.world import World
 from kaos.settings import Settings
 
 PLURAL = TRIGGER_NAMES.plural
 
 # Replaced by tests: how the operator reaches the Kubernetes API outside kopf.
-api_factory = KubeApi.login
+api_factory = KubeClient.login
 
 
 @kopf.on.startup()
-async def start_triggers(memo: kopf.Memo, settings: kopf.OperatorSettings, logger, **_) -> None:
-    memo.triggers = ClusterTriggers(api_factory(settings))
+async def start_triggers(memo: kopf.Memo, logger, **_) -> None:
+    memo.trigger_host = ClusterTriggerHost(await api_factory())
     settings = Settings.from_env()
-    memo.trigger_runner = None
+    memo.trigger_webhooks = None
     if settings.trigger_port:
-        runner = aiohttp.web.AppRunner(webhook_app(memo.triggers), access_log=None)
+        runner = aiohttp.web.AppRunner(webhook_app(memo.trigger_host.engine), access_log=None)
         await runner.setup()
         await aiohttp.web.TCPSite(runner, settings.health_host, settings.trigger_port).start()
-        memo.trigger_runner = runner
+        memo.trigger_webhooks = runner
         logger.info(f"Trigger webhooks on {settings.health_host}:{settings.trigger_port}")
 
 
 @kopf.on.cleanup()
 async def stop_triggers(memo: kopf.Memo, **_) -> None:
-    if getattr(memo, "trigger_runner", None) is not None:
-        await memo.trigger_runner.cleanup()
-    if getattr(memo, "triggers", None) is not None:
-        await memo.triggers.close()
+    if getattr(memo, "trigger_webhooks", None) is not None:
+        await memo.trigger_webhooks.cleanup()
+    if getattr(memo, "trigger_host", None) is not None:
+        await memo.trigger_host.close()
 
 
 def _world(kwargs) -> World:
@@ -48,14 +49,13 @@ def _world(kwargs) -> World:
 @kopf.on.create(GROUP, VERSION, PLURAL, id="trigger")
 @kopf.on.update(GROUP, VERSION, PLURAL, id="trigger", field="spec")
 async def on_trigger(body, memo, **kwargs) -> None:
-    memo.triggers.world = _world(kwargs)
-    memo.triggers.apply(body)
+    memo.trigger_host.world = _world(kwargs)
+    memo.trigger_host.apply(body)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="trigger", optional=True)
 async def on_trigger_deleted(body, memo, **_) -> None:
-    metadata = body["metadata"]
-    memo.triggers.delete(metadata.get("namespace") or "default", metadata["name"])
+    memo.trigger_host.delete(body)
 
 
 def _resync_seconds() -> float:
@@ -69,4 +69,4 @@ def _resync_seconds() -> float:
 async def on_trigger_tick(body, memo, **kwargs) -> None:
     if (body.get("metadata") or {}).get("deletionTimestamp"):
         return
-    await memo.triggers.refresh(body, _world(kwargs))
+    await memo.trigger_host.refresh(body, _world(kwargs))

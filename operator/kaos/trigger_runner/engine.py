@@ -1,10 +1,14 @@
 """TriggerEngine: the Triggers of one control plane (the operator, or `kaos up`).
 
-The control plane hands it every Trigger (``apply``/``delete``) and serves its webhook and
-manual runs through it; the engine keeps each Trigger's schedule (a task that sleeps until the
-next due time), its runs and its status. It reaches the world through a ``TriggerHost``: the
-target Agent (its status, its endpoint), the webhook's Secret, and ``persist``, which writes a
-Trigger's status through the control plane's one status writer and says whether it was written.
+The control plane hands it every Trigger (``apply``/``delete``; ``apply`` takes a spec only
+when its generation is new to the engine, so a control plane may hand it the same Trigger on
+every event) and serves its webhook and manual runs through it, each Trigger named by its
+``Ref``. The engine keeps each Trigger's schedule (a supervised task that sleeps until the next
+due time: a failure is written to the status, Failed with reason ScheduleFailed and no next run,
+and the schedule restarts after a backoff), its runs and its status. It reaches the world
+through a ``TriggerHost``: the target Agent (its status, its endpoint), the webhook's Secret,
+and ``persist``, which writes a Trigger's status through the control plane's one status writer
+and says whether it was written.
 
 Before a scheduled run's message is sent, its due time (``status.lastRun``) and the run (in
 ``status.active``) are persisted: a control plane that restarts neither fires it again nor
@@ -21,6 +25,9 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import httpx
 
+from kaos.api import AGENT
+from kaos.backoff import exponential
+from kaos.reconcile import Ref, ref_of
 from kaos.trigger_runner.executor import Result, execute
 from kaos.triggers.message import render
 from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
@@ -29,10 +36,12 @@ from kaos.triggers.status import agent_problem, trigger_status
 from kaos.triggers.tick import schedule_tick
 from kaos.triggers.webhook import NOT_SIGNED, Answer, WebhookCall, answer, malformed, refusal
 
-log = logging.getLogger("kaos.triggers")
+log = logging.getLogger("kaos.trigger_runner")
 
 # How soon a schedule whose status could not be written tries again.
 PERSIST_RETRY_SECONDS = 2.0
+# How soon a schedule that failed restarts: 5 s after its first failure in a row, doubling up to 5 min.
+RESTART_BASE_SECONDS, RESTART_CAP_SECONDS = 5.0, 300.0
 
 
 def utcnow() -> datetime:
@@ -40,18 +49,19 @@ def utcnow() -> datetime:
 
 
 class TriggerHost(Protocol):
-    def agent(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def agent(self, ref: Ref) -> Mapping[str, Any] | None:
         """The Agent with its status (``status.endpoint``), or None."""
 
     async def secret(self, namespace: str, name: str, key: str) -> bytes | None:
         """A Secret's key (None when the Secret or the key is missing)."""
 
-    async def persist(self, namespace: str, name: str, status: dict) -> bool:
+    async def persist(self, ref: Ref, status: dict) -> bool:
         """Write the Trigger's status now; whether it was written."""
 
 
 @dataclass
 class TriggerState:
+    ref: Ref
     resource: dict
     spec: TriggerSpec | None
     problem: str | None
@@ -60,6 +70,7 @@ class TriggerState:
     next_run: datetime | None = None
     run_now: str | None = None  # the run-now request that last started a run (status.runNow)
     schedule: asyncio.Task | None = None
+    schedule_problem: str | None = None  # why the schedule stopped, until it restarts
     runs: dict[str, asyncio.Task] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -67,34 +78,44 @@ class TriggerState:
     def created(self) -> datetime:
         return parse_time((self.resource.get("metadata") or {}).get("creationTimestamp")) or utcnow()
 
+    @property
+    def generation(self) -> Any:
+        return self.resource["metadata"].get("generation")
+
+    @property
+    def agent(self) -> Ref:
+        return Ref(AGENT, self.ref.namespace, (self.resource.get("spec") or {}).get("agent", ""))
+
 
 class TriggerEngine:
     def __init__(self, host: TriggerHost, client: httpx.AsyncClient | None = None,
                  clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], Awaitable] = asyncio.sleep,
-                 on_run: Callable[[str, str, Run], None] | None = None) -> None:
+                 on_run: Callable[[Ref, Run], None] | None = None) -> None:
         self.host = host
         self.client = client or httpx.AsyncClient()
         self.clock = clock
         self.sleep = sleep
         self.on_run = on_run  # called as a run's message is sent (benchmarks, tests)
-        self.triggers: dict[tuple[str, str], TriggerState] = {}
+        self.triggers: dict[Ref, TriggerState] = {}
 
     # The control plane's side
 
-    def apply(self, resource: dict) -> None:
-        """A Trigger (validated, defaults applied) was created or changed."""
-        metadata = resource["metadata"]
-        key = (metadata.get("namespace") or "default", metadata["name"])
+    def apply(self, resource: dict) -> bool:
+        """A Trigger (validated, defaults applied) as the control plane sees it now: a generation
+        the engine has not taken yet (re)starts its schedule; whether it did."""
+        ref = ref_of(resource)
+        state = self.triggers.get(ref)
+        if state is not None and state.generation == resource["metadata"].get("generation"):
+            return False
         try:
             spec, problem = trigger_spec(resource), None
         except TriggerSpecError as error:
             spec, problem = None, str(error)
         history_limit = spec.history_limit if spec else int(resource["spec"].get("historyLimit") or 10)
-        state = self.triggers.get(key)
         if state is None:
             status = resource.get("status") or {}
-            book = RunBook.from_status(key[1], status, history_limit, self.clock())
-            state = self.triggers[key] = TriggerState(resource, spec, problem, book,
+            book = RunBook.from_status(ref.name, status, history_limit, self.clock())
+            state = self.triggers[ref] = TriggerState(ref, resource, spec, problem, book,
                                                       last_run=parse_time(status.get("lastRun")),
                                                       run_now=status.get("runNow"))
         else:
@@ -105,13 +126,18 @@ class TriggerEngine:
         if state.schedule is not None:
             state.schedule.cancel()
             state.schedule = None
+        state.schedule_problem = None
         if spec is not None and spec.schedule is not None:
-            state.next_run = spec.schedule.next_after(self.clock())
-            state.schedule = asyncio.get_running_loop().create_task(self._schedule(key, state))
+            try:  # the status shows the next run at once; a failure here fails the schedule's first tick too
+                state.next_run = spec.schedule.next_after(self.clock())
+            except Exception:
+                state.next_run = None
+            state.schedule = asyncio.get_running_loop().create_task(self._supervise(state), name=f"schedule {ref}")
+        return True
 
-    def delete(self, namespace: str, name: str) -> None:
+    def delete(self, ref: Ref) -> None:
         """A Trigger was deleted: its schedule stops and its runs are cancelled."""
-        state = self.triggers.pop((namespace, name), None)
+        state = self.triggers.pop(ref, None)
         if state is None:
             return
         if state.schedule is not None:
@@ -119,61 +145,59 @@ class TriggerEngine:
         for task in state.runs.values():
             task.cancel()
 
-    def status(self, namespace: str, name: str) -> dict | None:
+    def status(self, ref: Ref) -> dict | None:
         """The status to write for a Trigger (None if the engine does not hold it)."""
-        state = self.triggers.get((namespace, name))
+        state = self.triggers.get(ref)
         if state is None:
             return None
-        spec = state.resource.get("spec") or {}
-        agent = self.host.agent(namespace, spec.get("agent", ""))
-        return trigger_status(state.resource, problem=state.problem, agent=agent, book=state.book,
-                              last_run=state.last_run, next_run=state.next_run, run_now=state.run_now)
+        return trigger_status(state.resource, problem=state.problem, agent=self.host.agent(state.agent),
+                              book=state.book, last_run=state.last_run, next_run=state.next_run,
+                              run_now=state.run_now, schedule_problem=state.schedule_problem)
 
-    async def fire(self, namespace: str, name: str, body: bytes | None = None) -> Answer:
+    async def fire(self, ref: Ref, body: bytes | None = None) -> Answer:
         """A manual run (``kaos trigger run``, the run-now annotation), now."""
-        state = self.triggers.get((namespace, name))
+        state = self.triggers.get(ref)
         if state is None:
-            return Answer(404, {"detail": f"no trigger {namespace}/{name}"})
+            return Answer(404, {"detail": f"no trigger {ref.namespace}/{ref.name}"})
         if state.spec is None:
-            return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+            return Answer(409, {"detail": f"trigger {ref.name} is Failed: {state.problem}"})
         return await self._start(state, MANUAL, body)
 
-    async def run_now(self, namespace: str, name: str, request: str | None) -> Answer | None:
+    async def run_now(self, ref: Ref, request: str | None) -> Answer | None:
         """A run-now request (the annotation's value): one not handled yet starts a manual run,
         and is written in status.runNow with the run, so that a restart does not start it
         again; None when there is nothing to do."""
-        state = self.triggers.get((namespace, name))
+        state = self.triggers.get(ref)
         if state is None or not request or request == state.run_now:
             return None
         previous, state.run_now = state.run_now, request
         if state.spec is None:
-            return Answer(409, {"detail": f"trigger {name} is Failed: {state.problem}"})
+            return Answer(409, {"detail": f"trigger {ref.name} is Failed: {state.problem}"})
         answer = await self._start(state, MANUAL, None)
         if answer.status == 503:  # not recorded: the same request is tried again
             state.run_now = previous
         return answer
 
-    async def webhook(self, namespace: str, name: str, call: WebhookCall) -> Answer:
+    async def webhook(self, ref: Ref, call: WebhookCall) -> Answer:
         """A webhook call: refused (400, 401, 409, 413, 429, ...) or a run started in the background (202)."""
         refused = malformed(call, self.clock())
         if refused is not None:
             return refused
-        state = self.triggers.get((namespace, name))
+        state = self.triggers.get(ref)
         spec = (state.resource.get("spec") or {}) if state is not None else {}
-        ref = (spec.get("webhook") or {}).get("secretRef")
-        if ref is None:  # no such Trigger, or no webhook: the same answer as a wrong signature
+        key_ref = (spec.get("webhook") or {}).get("secretRef")
+        if key_ref is None:  # no such Trigger, or no webhook: the same answer as a wrong signature
             return NOT_SIGNED
         try:
-            secret = await self.host.secret(namespace, ref["name"], ref["key"])
-        except Exception as error:  # the API cannot be read now: a 503, not a 500
-            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", namespace, name, type(error).__name__)
-            return Answer(503, {"detail": f"trigger {name} cannot verify signatures now; try again"})
+            secret = await self.host.secret(ref.namespace, key_ref["name"], key_ref["key"])
+        except Exception as error:  # the API cannot be read now (forbidden, unreachable): a 503, not a 500
+            log.warning("cannot read the webhook Secret of trigger %s/%s: %s", ref.namespace, ref.name, error)
+            return Answer(503, {"detail": f"trigger {ref.name} cannot verify signatures now; try again"})
         if secret is None:
             log.warning("trigger %s/%s: the webhook's Secret %s or its key %s does not exist: every call is refused",
-                        namespace, name, ref["name"], ref["key"])
-        waiting = None if state.spec is None else agent_problem(state.spec.agent,
-                                                                self.host.agent(namespace, state.spec.agent))
-        refused = refusal(call, secret, name=name, suspended=bool(spec.get("suspend")), problem=state.problem,
+                        ref.namespace, ref.name, key_ref["name"], key_ref["key"])
+        waiting = None if state.spec is None else agent_problem(state.spec.agent, self.host.agent(state.agent))
+        refused = refusal(call, secret, name=ref.name, suspended=bool(spec.get("suspend")), problem=state.problem,
                           agent_problem=waiting)
         if refused is not None:
             return refused
@@ -218,9 +242,8 @@ class TriggerEngine:
             task.cancel()
 
     async def _run(self, state: TriggerState, run: Run, message: str) -> None:
-        spec = state.spec
         try:
-            result = await self._send(spec, run, message)
+            result = await self._send(state, run, message)
         except asyncio.CancelledError:
             reason = state.stop_reasons.pop(run.run_id, None)
             if reason is None:  # the Trigger was deleted or the engine closed
@@ -229,21 +252,22 @@ class TriggerEngine:
         state.runs.pop(run.run_id, None)
         if run.run_id in state.book.active:
             state.book.finish(run.run_id, result.outcome, result.end, result.text, result.tokens)
-            log.info("trigger %s/%s run %s: %s", spec.namespace, spec.name, run.run_id, result.outcome)
+            log.info("trigger %s/%s run %s: %s", state.ref.namespace, state.ref.name, run.run_id, result.outcome)
             await self._persist(state)
 
-    async def _send(self, spec: TriggerSpec, run: Run, message: str) -> Result:
+    async def _send(self, state: TriggerState, run: Run, message: str) -> Result:
         """The run's message to the agent, and how the run ended."""
-        agent = self.host.agent(spec.namespace, spec.agent)
+        spec, ref = state.spec, state.ref
+        agent = self.host.agent(state.agent)
         endpoint = ((agent or {}).get("status") or {}).get("endpoint")
         problem = agent_problem(spec.agent, agent) or (None if endpoint else f"Agent {spec.agent} has no endpoint")
         credential = None
         if problem is None and spec.credentials is not None:
-            credential, problem = await self._credential(spec.namespace, spec.credentials)
+            credential, problem = await self._credential(ref.namespace, spec.credentials)
         if problem is not None:
             return Result(FAILED, self.clock(), problem)
         if self.on_run is not None:
-            self.on_run(spec.namespace, spec.name, run)
+            self.on_run(ref, run)
         return await execute(self.client, endpoint, spec.name, run, message, spec.limits,
                              credential=credential, clock=self.clock)
 
@@ -253,7 +277,7 @@ class TriggerEngine:
         try:
             value = await self.host.secret(namespace, ref.name, ref.key)
         except Exception as error:  # the host's failure must end the run, not leave it active
-            return None, f"cannot read {where} now: {type(error).__name__}"
+            return None, f"cannot read {where} now: {error}"
         token = (value or b"").decode("utf-8", "replace").strip()
         if not token:
             return None, f"{where}: the Secret or the key does not exist, or it is empty"
@@ -263,13 +287,33 @@ class TriggerEngine:
 
     # Schedules
 
-    async def _schedule(self, key: tuple[str, str], state: TriggerState) -> None:
+    async def _supervise(self, state: TriggerState) -> None:
+        """Runs the schedule; a failure is written to the status and the schedule restarts after
+        a backoff (it never stops in silence while the status shows a next run)."""
+        failures = 0
+        while True:
+            try:
+                await self._schedule(state)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                failures += 1
+                delay = exponential(failures, RESTART_BASE_SECONDS, RESTART_CAP_SECONDS)
+                log.exception("the schedule of trigger %s/%s failed; it restarts in %g s",
+                              state.ref.namespace, state.ref.name, delay)
+                state.next_run = None
+                state.schedule_problem = (f"the schedule failed ({type(error).__name__}: {error}); "
+                                          f"it restarts in {delay:g} s")
+                await self._persist(state)
+                await self.sleep(delay)
+
+    async def _schedule(self, state: TriggerState) -> None:
         while True:
             spec = state.spec
             now = self.clock()
             tick = schedule_tick(spec, state.last_run, state.created, now)
-            previous = state.last_run
-            state.last_run, state.next_run = tick.last_run, tick.next_run
+            previous, recovered = state.last_run, state.schedule_problem is not None
+            state.last_run, state.next_run, state.schedule_problem = tick.last_run, tick.next_run, None
             if tick.skipped:
                 state.book.skip(SCHEDULE, now, tick.skipped, scheduled=tick.skipped_at)
             if tick.run is not None:
@@ -278,18 +322,16 @@ class TriggerEngine:
                     state.last_run = tick.skipped_at or previous
                     await self.sleep(PERSIST_RETRY_SECONDS)
                     continue
-            elif tick.last_run != previous or tick.skipped:
+            elif tick.last_run != previous or tick.skipped or recovered:
                 await self._persist(state)
             await self.sleep(max(0.0, (tick.next_run - self.clock()).total_seconds()))
 
     async def _persist(self, state: TriggerState) -> bool:
-        metadata = state.resource["metadata"]
-        namespace, name = metadata.get("namespace") or "default", metadata["name"]
-        status = self.status(namespace, name)
+        status = self.status(state.ref)
         if status is None:
             return False
         try:
-            return await self.host.persist(namespace, name, status)
+            return await self.host.persist(state.ref, status)
         except Exception as error:  # the host's failure must not end a schedule
-            log.warning("cannot write the status of trigger %s/%s: %s", namespace, name, error)
+            log.warning("cannot write the status of trigger %s/%s: %s", state.ref.namespace, state.ref.name, error)
             return False

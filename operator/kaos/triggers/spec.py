@@ -3,7 +3,8 @@
 The CRD schema (charts/kaos/crds/trigger.yaml) validates the shape and applies the defaults,
 in the API server and in ``kaos.crds``; ``trigger_spec`` takes such a validated resource and
 raises ``TriggerSpecError`` for what only code can check (a cron expression, a time zone, the
-message's placeholders). A Trigger that fails here is Failed, with the message, like an Agent
+message's placeholders); the CRD's rules (exactly one of schedule or webhook, a time zone only
+with a schedule) are the CRD's alone. A Trigger that fails here is Failed, with the message, like an Agent
 whose model its ModelAPI does not offer.
 """
 
@@ -43,8 +44,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class TriggerSpec:
-    namespace: str
-    name: str
+    name: str  # the Trigger's (its namespace is its Ref's)
     agent: str
     message: str
     schedule: Schedule | None
@@ -75,15 +75,11 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
     metadata = resource.get("metadata") or {}
     spec = resource.get("spec") or {}
     schedule = None
-    if spec.get("schedule"):
+    if spec.get("schedule"):  # the CRD's rules: exactly one of schedule or webhook, a timeZone only with a schedule
         try:
             schedule = Schedule(spec["schedule"], spec.get("timeZone") or "UTC")
         except ScheduleError as error:
             raise TriggerSpecError(str(error)) from None
-    elif spec.get("timeZone"):
-        raise TriggerSpecError("timeZone: only a schedule has a time zone; set schedule or remove timeZone")
-    if bool(schedule) == bool(spec.get("webhook")):
-        raise TriggerSpecError("spec: set exactly one of schedule or webhook")
     webhook = _secret_ref(spec.get("webhook"))
     credentials = _secret_ref(spec.get("credentials"), "secretKeyRef")
     try:
@@ -98,7 +94,6 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
     if timeout <= 0:
         raise TriggerSpecError("limits.timeout: must be longer than 0s")
     return TriggerSpec(
-        namespace=metadata.get("namespace") or "default",
         name=metadata["name"],
         agent=spec["agent"],
         message=spec["message"],

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from kaos.triggers.runs import RunBook, timestamp
 
 READY, WAITING, SUSPENDED, FAILED = "Ready", "Waiting", "Suspended", "Failed"
+SCHEDULE_FAILED = "ScheduleFailed"  # the Ready condition's reason while a failed schedule waits to restart
 
 
 def agent_problem(agent_name: str, agent: Mapping[str, Any] | None) -> str | None:
@@ -30,15 +31,20 @@ def trigger_status(
     last_run: datetime | None = None,
     next_run: datetime | None = None,
     run_now: str | None = None,
+    schedule_problem: str | None = None,
 ) -> dict[str, Any]:
     """``problem``: why the spec cannot run (TriggerSpecError, a missing Secret key), or None;
     ``agent``: the target Agent with its status (None: it does not exist); ``last_run`` and
-    ``next_run`` for a schedule; ``run_now``: the run-now request that last started a run.
-    The webhook's secret is never read here."""
+    ``next_run`` for a schedule; ``run_now``: the run-now request that last started a run;
+    ``schedule_problem``: why the schedule stopped until it restarts (Failed, reason
+    ScheduleFailed, no nextRun). The webhook's secret is never read here."""
     spec = resource.get("spec") or {}
     waiting = agent_problem(spec.get("agent", ""), agent)
+    reason = None
     if problem:
         phase, message = FAILED, problem
+    elif schedule_problem:
+        phase, message, reason = FAILED, schedule_problem, SCHEDULE_FAILED
     elif spec.get("suspend"):
         phase, message = SUSPENDED, "suspended: no run starts"
     elif waiting:
@@ -51,7 +57,7 @@ def trigger_status(
         "ready": phase == READY,
         "message": message,
         "conditions": [
-            _condition("Ready", phase == READY, phase, message),
+            _condition("Ready", phase == READY, reason or phase, message),
             _condition("AgentReady", waiting is None, "AgentReady" if waiting is None else "AgentNotReady",
                        waiting or ""),
         ],
@@ -64,7 +70,7 @@ def trigger_status(
         result["lastRun"] = timestamp(last_run)
     if run_now:
         result["runNow"] = run_now
-    if next_run is not None and phase != SUSPENDED and spec.get("schedule"):
+    if next_run is not None and phase not in (SUSPENDED, FAILED) and spec.get("schedule"):
         result["nextRun"] = timestamp(next_run)
     return result
 
