@@ -39,6 +39,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "operator")]
 
@@ -86,7 +88,10 @@ def agents(first: int, last: int, modelapi: bool) -> str:
 
 
 def ready_agents(plane, namespace: str) -> set[str]:
-    listed = plane.get(f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[AGENT]}") or {}
+    try:
+        listed = plane.get(f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[AGENT]}") or {}
+    except httpx.TimeoutException:  # a busy apiserver: ask again on the next poll
+        return set()
     found = set()
     for item in listed.get("items", []):
         status = item.get("status") or {}

@@ -82,6 +82,7 @@ class Record:
     failure: HelmFailure | None = None  # of the last helm run, until one succeeds
     applied: Any = _UNSET  # the values of the last successful helm run
     deployment_seen: bool = False  # the index has shown the release's Deployment since
+    created: bool = False  # seen from its creation on by this process: no release of it to compare with
 
     def saw_deployment(self, replicas: tuple[int | None, int | None]) -> None:
         """A status was written from these counts: a Deployment it reported is one the next
@@ -155,7 +156,8 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
     """Plan the resource and converge its release; the outcome is recorded and returned.
 
     Without force, the last outcome stands when no input changed since and no helm retry is due.
-    ``created``: kopf's creation handler calls, so no release of it can be deployed already.
+    ``created``: kopf's creation handler calls (or no handler has yet): no release of it can be
+    deployed already, now or at a later converge of this process before its first helm run.
     """
     ref = ref_of(body)
     record = state.record(ref)
@@ -171,12 +173,13 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
             return last
         since = started()
         resource, current = plan_for(plain(body), world, state.settings)
+        record.created = record.created or created
         failure = None
         if current.phase == DEPLOY:
             if vanished:
                 record.applied = _GONE
                 logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
-            failure = await _converge_release(ref, record, current, state, logger, force or vanished, created)
+            failure = await _converge_release(ref, record, current, state, logger, force or vanished)
         record.outcome = Outcome(inputs, resource, current, failure)
         reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
         return record.outcome
@@ -196,7 +199,7 @@ async def uninstall(body, *, state: OperatorState, logger) -> None:
 
 
 async def _converge_release(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,
-                            force: bool, created: bool) -> HelmFailure | None:
+                            force: bool) -> HelmFailure | None:
     """Helm, when the values differ from the last successful run; the helm failure that stands."""
     values = current.values
     if record.applied == values:
@@ -204,13 +207,12 @@ async def _converge_release(ref: Ref, record: Record, current: Plan, state: Oper
     if not force and state.backoff.blocked(ref):
         return record.failure
     async with state.gate.slot(urgent=record.applied is not _UNSET):
-        return await _run_helm(ref, record, current, state, logger, created)
+        return await _run_helm(ref, record, current, state, logger)
 
 
-async def _run_helm(ref: Ref, record: Record, current: Plan, state: OperatorState, logger,
-                    created: bool) -> HelmFailure | None:
+async def _run_helm(ref: Ref, record: Record, current: Plan, state: OperatorState, logger) -> HelmFailure | None:
     values = current.values
-    if record.applied is _UNSET and values is not None and not created \
+    if record.applied is _UNSET and values is not None and not record.created \
             and await _already_deployed(ref, current, state, logger):
         _succeeded(ref, record, values, state)
         return None
