@@ -25,7 +25,7 @@ from kaos.mcp_discovery import ToolDiscovery, discover_tools
 from kaos.operator.reconciler import OperatorState, converge, uninstall
 from kaos.operator.status import write_status
 from kaos.operator.wakeups import resync_period
-from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
+from kaos.operator.world import PART_OF_LABEL, World, deployment_key, indexed, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
 
@@ -82,7 +82,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
 
 def _index_of(kind: str):
     async def index(body, **_):
-        return {ref_of({**body, "kind": kind}): plain(body)}
+        return {ref_of({**body, "kind": kind}): indexed(body)}
 
     return index
 
