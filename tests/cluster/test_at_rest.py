@@ -23,9 +23,10 @@ exec {helm} "$@"
 
 
 @pytest.fixture
-def resting_operator(cluster, operator, tmp_path):
-    """The session's operator replaced, for this test, by one with short resync settings, debug
-    logs (kopf's line per timer call) and a helm that logs each run; restored afterwards."""
+def resting_operator(cluster, operator, namespace, tmp_path):
+    """The session's operator replaced, for this test, by one watching the test's namespace only
+    (the others' resources would resume), with short resync settings, debug logs (kopf's line
+    per timer call) and a helm that logs each run; restored afterwards."""
     helm_log = tmp_path / "helm-runs.log"
     helm_log.touch()
     counting = tmp_path / "helm"
@@ -34,7 +35,7 @@ def resting_operator(cluster, operator, tmp_path):
     operator.stop()
     resting = start_operator(cluster, name="operator-at-rest", extra_env={
         "KAOS_HELM": str(counting), "KAOS_RESYNC_SECONDS": str(TICK), "KAOS_IDLE_RESYNC_SECONDS": str(RESYNC),
-        "KAOS_LOG_LEVEL": "DEBUG"})
+        "KAOS_LOG_LEVEL": "DEBUG", "KAOS_WATCH_NAMESPACES": namespace})
     try:
         yield resting, helm_log
     finally:
