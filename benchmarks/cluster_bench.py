@@ -152,7 +152,8 @@ def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
 
 
 def run(label: str, tree: Path, args, sizes: list[int]) -> None:
-    plane = controlplane.start(nodes=2, audit_namespaces=(NAMESPACE,))
+    # kwok's nodes take 250 pods each: enough of them for the largest step and the quickstart
+    plane = controlplane.start(nodes=2 + max(sizes) // 250, audit_namespaces=(NAMESPACE,))
     try:
         print(f"[{label}] cold start: apiserver /readyz {plane.timings['apiserver']:.2f} s, "
               f"all Ready {plane.timings['ready']:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
