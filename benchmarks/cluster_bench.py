@@ -5,38 +5,71 @@ scheduler, kwok, built by scripts/setup-kube), with the platform chart installed
 operator running under its ServiceAccount:
 - cold start: seconds from nothing to the apiserver's /readyz, and to nodes Ready;
 - quickstart: seconds from `kubectl apply --server-side` of examples/quickstart/ to all four Ready;
-- throughput: seconds from applying 50 Agents at once to all Ready, with the operator's CPU
-  seconds (its Python process and the helm processes it runs) and peak RSS (the Python
-  process) meanwhile; and the operator's idle RSS before and after.
+- scale, one step per size in --sizes (cumulative: each step applies the Agents that bring the
+  namespace to that many, at once, beside one ModelAPI): seconds to all Ready, agents/s, the
+  operator's CPU seconds per new agent (its Python process, and the helm processes it runs),
+  helm runs by command, its API requests per second by verb and resource (the apiserver's audit
+  log of the operator's ServiceAccount: kopf's and helm's requests), RSS; then at rest for
+  --idle seconds: CPU (% of one core), helm runs and API requests per second, RSS;
+- fairness (--fairness): during the sync of the last step, the spec of an agent of the step
+  before is changed; seconds until it is Ready at its new generation.
 
-Targets (issue 8): quickstart within 15 s; 50 agents within 60 s; operator idle RSS < 150 MiB.
+Targets (issue 31): 1,000 agents Ready within 5 minutes on 2 cores; at rest at most 5% of one
+core and 1 API request/s at 1,000 resources; RSS at most 300 MiB; an edit applied within 30 s
+during a 1,000-agent sync.
 
-    python benchmarks/cluster_bench.py [--agents 50]
+--trees runs the same steps against other checkouts' operator code (e.g. the commit before,
+`git worktree add --detach /tmp/kaos-base HEAD~1`), alternating label by label, --rounds times:
+what the machine's load does to one side it does to the other.
+
+    python benchmarks/cluster_bench.py [--sizes 50,150] [--idle 30] [--fairness]
+        [--trees base=/tmp/kaos-base,new=.] [--rounds 1] [--profile DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import os
+import stat
+import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "operator")]
 
-from kaos.api import AGENT, API_VERSION, MODELAPI  # noqa: E402
+from kaos.api import AGENT, API_VERSION, MODELAPI, PLURALS  # noqa: E402
 from tests.cluster import controlplane  # noqa: E402
-from tests.cluster.platform import install_platform, ready, start_operator, wait_ready  # noqa: E402
+from tests.cluster.platform import HELM4, NAMESPACE, install_platform, start_operator, wait_ready  # noqa: E402
 from tests.cluster.test_reconcile import EXAMPLES, manifests  # noqa: E402
 from tests.support.polling import wait_until  # noqa: E402
 
+HELM_COUNTER = """#!/bin/sh
+echo "$(date +%s.%N) $1" >> {log}
+exec {helm} "$@"
+"""
 
-def cpu_seconds(pgid: int) -> float:
-    """CPU seconds (user + system) of the operator's process group: the operator, the helm processes
-    it runs now, and those it has waited for (cutime + cstime). Every process it starts stays in the
-    group, which it leads (start_new_session)."""
-    return sum(stat.cpu + stat.children_cpu for stat in controlplane.process_stats() if stat.pgrp == pgid)
+
+def cpu_seconds(pgid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of the operator's process group: (the operator's Python
+    process, the helm processes it runs now and those it has waited for). Every process it
+    starts stays in the group, which it leads (start_new_session)."""
+    python = helm = 0.0
+    for entry in controlplane.process_stats():
+        if entry.pgrp != pgid:
+            continue
+        if entry.pid == pgid:
+            python += entry.cpu
+            helm += entry.children_cpu
+        else:
+            helm += entry.cpu + entry.children_cpu
+    return python, helm
 
 
 def memory_mib(pid: int, key: str) -> float:
@@ -46,59 +79,175 @@ def memory_mib(pid: int, key: str) -> float:
     return 0.0
 
 
-def agents(count: int) -> str:
-    modelapi = {"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"},
-                "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}}}
-    items = [modelapi] + [
-        {"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": f"bench-{i}"},
-         "spec": {"modelAPI": "llm", "model": "gpt-4o-mini"}} for i in range(count)]
+def agents(first: int, last: int, modelapi: bool) -> str:
+    items = [{"apiVersion": API_VERSION, "kind": MODELAPI, "metadata": {"name": "llm"},
+              "spec": {"mode": "Proxy", "proxyConfig": {"models": ["gpt-4o-mini"]}}}] if modelapi else []
+    items += [{"apiVersion": API_VERSION, "kind": AGENT, "metadata": {"name": f"bench-{i}"},
+               "spec": {"modelAPI": "llm", "model": "gpt-4o-mini"}} for i in range(first, last)]
     return "\n---\n".join(json.dumps(item) for item in items)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=50)
-    args = parser.parse_args()
-
-    plane = controlplane.start(nodes=2)
+def ready_agents(plane, namespace: str) -> set[str]:
     try:
-        print(f"cold start: apiserver /readyz {plane.timings['apiserver']:.2f} s, "
-              f"all components and nodes Ready {plane.timings['ready']:.2f} s")
-        began = time.monotonic()
+        listed = plane.get(f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[AGENT]}") or {}
+    except httpx.TimeoutException:  # a busy apiserver: ask again on the next poll
+        return set()
+    found = set()
+    for item in listed.get("items", []):
+        status = item.get("status") or {}
+        if status.get("phase") == "Failed":
+            raise AssertionError(f"Agent {item['metadata']['name']} is Failed: {status.get('message')}")
+        if status.get("ready") and status.get("observedGeneration") == item["metadata"].get("generation"):
+            found.add(item["metadata"]["name"])
+    return found
+
+
+class Counters:
+    """The operator's helm runs (its helm is a script that logs each) and API requests (audit log)."""
+
+    def __init__(self, helm_log: Path, audit_log: Path):
+        self.helm_log, self.audit_log = helm_log, audit_log
+
+    def helm_runs(self, since: float, until: float) -> collections.Counter:
+        runs = collections.Counter()
+        if self.helm_log.exists():
+            for line in self.helm_log.read_text().splitlines():
+                moment, _, command = line.partition(" ")
+                if since <= float(moment) < until:
+                    runs[command] += 1
+        return runs
+
+    def requests(self, since: float, until: float) -> tuple[collections.Counter, collections.Counter]:
+        """(requests by 'verb resource[/subresource]', by client) received in [since, until)."""
+        by_verb, by_client = collections.Counter(), collections.Counter()
+        with open(self.audit_log) as log:
+            for line in log:
+                event = json.loads(line)
+                received = datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+                if not since <= received < until:
+                    continue
+                ref = event.get("objectRef") or {}
+                resource = ref.get("resource", event.get("requestURI", "?"))
+                if ref.get("subresource"):
+                    resource += "/" + ref["subresource"]
+                by_verb[f"{event['verb']} {resource}"] += 1
+                agent = event.get("userAgent", "")
+                by_client["helm" if agent.lower().startswith("helm") else "kopf" if "kopf" in agent.lower() else agent[:20]] += 1
+        return by_verb, by_client
+
+
+def top(counter: collections.Counter, seconds: float, n: int = 6) -> str:
+    return ", ".join(f"{key} {count / seconds:.2f}" for key, count in counter.most_common(n)) or "none"
+
+
+def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
+    """py-spy record of the operator for ``seconds`` (when py-spy is installed), as a flame graph."""
+    spy = os.environ.get("PY_SPY", "py-spy")
+    try:
+        return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "50",
+                                 "-f", "raw", "-o", str(out), "--nonblocking"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def run(label: str, tree: Path, args, sizes: list[int]) -> None:
+    # kwok's nodes take 250 pods each: enough of them for the largest step and the quickstart
+    plane = controlplane.start(nodes=2 + max(sizes) // 250, audit_namespaces=(NAMESPACE,))
+    try:
+        print(f"[{label}] cold start: apiserver /readyz {plane.timings['apiserver']:.2f} s, "
+              f"all Ready {plane.timings['ready']:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
         install_platform(plane)
-        print(f"helm install kaos charts/kaos to operator Deployment Available: {time.monotonic() - began:.2f} s")
-        operator = start_operator(plane)
+        helm_log = plane.folder / "helm-runs.log"
+        counter = plane.folder / "helm"
+        counter.write_text(HELM_COUNTER.format(log=helm_log, helm=HELM4))
+        counter.chmod(counter.stat().st_mode | stat.S_IXUSR)
+        env = {"KAOS_HELM": str(counter),
+               "PYTHONPATH": os.pathsep.join([str(tree / "operator"), str(tree / "runtime"), str(ROOT)])}
+        if args.resync:
+            env["KAOS_RESYNC_SECONDS"] = str(args.resync)
+        operator = start_operator(plane, charts_dir=tree / "charts", extra_env=env)
         pid = operator.process.pid
+        counters = Counters(helm_log, plane.audit_log)
         wait_until(lambda: memory_mib(pid, "VmRSS") > 0, 5)
-        print(f"operator idle RSS at start: {memory_mib(pid, 'VmRSS'):.0f} MiB")
 
         plane.kubectl("create", "namespace", "quickstart")
         began = time.monotonic()
         plane.kubectl("apply", "--server-side", "-n", "quickstart", "-f", str(EXAMPLES / "quickstart"))
         for item in manifests(EXAMPLES / "quickstart"):
             wait_ready(plane, item["kind"], item["metadata"]["name"], "quickstart", timeout=120)
-        print(f"quickstart apply -> all 4 Ready: {time.monotonic() - began:.2f} s (target 15 s)")
+        print(f"[{label}] quickstart apply -> all 4 Ready: {time.monotonic() - began:.2f} s", flush=True)
 
         plane.kubectl("create", "namespace", "bench")
-        cpu_before = cpu_seconds(pid)
-        began = time.monotonic()
-        plane.kubectl("apply", "--server-side", "-n", "bench", "-f", "-", input=agents(args.agents))
-        names = [f"bench-{i}" for i in range(args.agents)]
-        wait_until(lambda: all(ready(plane, "Agent", name, "bench") for name in names), 600, interval=0.5,
-                   what=f"{args.agents} agents Ready")
-        elapsed = time.monotonic() - began
-        print(f"{args.agents} agents apply -> all Ready: {elapsed:.2f} s (target 60 s), "
-              f"{args.agents / elapsed:.2f} agents/s, operator CPU {cpu_seconds(pid) - cpu_before:.1f} s "
-              f"(with its helm processes), "
-              f"operator peak RSS {memory_mib(pid, 'VmHWM'):.0f} MiB")
-        idle_cpu = cpu_seconds(pid)
-        time.sleep(10)  # a benchmark measuring idle cost, not a test synchronising on something
-        print(f"operator idle after: RSS {memory_mib(pid, 'VmRSS'):.0f} MiB (target < 150 MiB), "
-              f"CPU {100 * (cpu_seconds(pid) - idle_cpu) / 10:.1f}% (with its helm processes) over 10 s "
-              f"with {args.agents + 5} resources")
+        done = 0
+        for size in sizes:
+            fair = args.fairness and size == sizes[-1] and done > 0
+            python0, helm0 = cpu_seconds(pid)
+            wall0, began = time.time(), time.monotonic()
+            spy = profile(pid, 60, Path(args.profile) / f"{label}-sync-{size}.txt") if args.profile else None
+            plane.kubectl("apply", "--server-side", "-n", "bench", "-f", "-", input=agents(done, size, done == 0))
+            fairness = ""
+            if fair:
+                plane.kubectl("patch", "agent", "bench-0", "-n", "bench", "--type=merge",
+                              "-p", json.dumps({"spec": {"config": {"description": f"edited at {size}"}}}))
+                edited = time.monotonic()
+                wait_until(lambda: "bench-0" in ready_agents(plane, "bench"), 600, interval=0.5,
+                           what="the edited agent Ready")
+                fairness = f"; an edit of bench-0 during this sync Ready after {time.monotonic() - edited:.1f} s (target 30 s)"
+            names = {f"bench-{i}" for i in range(size)}
+            wait_until(lambda: names <= ready_agents(plane, "bench"), 1800, interval=1.0, what=f"{size} agents Ready")
+            elapsed, wall1 = time.monotonic() - began, time.time()
+            python1, helm1 = cpu_seconds(pid)
+            new = size - done
+            by_verb, by_client = counters.requests(wall0, wall1)
+            print(f"[{label}] {new} agents (to {size}) apply -> all Ready: {elapsed:.1f} s, {new / elapsed:.2f} agents/s, "
+                  f"operator CPU {(python1 - python0) / new:.3f} s/agent (Python) + {(helm1 - helm0) / new:.3f} s/agent "
+                  f"(helm), helm runs {dict(counters.helm_runs(wall0, wall1))}, "
+                  f"API {sum(by_verb.values()) / elapsed:.1f} req/s ({top(by_client, elapsed)}; {top(by_verb, elapsed)}), "
+                  f"peak RSS {memory_mib(pid, 'VmHWM'):.0f} MiB{fairness}; load {os.getloadavg()[0]:.1f}", flush=True)
+            if spy:
+                spy.wait()
+            done = size
+
+            # at rest: nothing changes; what the operator spends anyway
+            rss0 = memory_mib(pid, "VmRSS")
+            python0, helm0 = cpu_seconds(pid)
+            wall0, began = time.time(), time.monotonic()
+            spy = profile(pid, args.idle, Path(args.profile) / f"{label}-rest-{size}.txt") if args.profile else None
+            time.sleep(args.idle)  # a benchmark measuring idle cost, not a test synchronising on something
+            seconds, wall1 = time.monotonic() - began, time.time()
+            python1, helm1 = cpu_seconds(pid)
+            by_verb, by_client = counters.requests(wall0, wall1)
+            print(f"[{label}] at rest with {size + 5} resources over {seconds:.0f} s: "
+                  f"CPU {100 * (python1 - python0) / seconds:.1f}% (Python) + {100 * (helm1 - helm0) / seconds:.1f}% (helm) "
+                  f"of a core, helm runs {sum(counters.helm_runs(wall0, wall1).values())}, "
+                  f"API {sum(by_verb.values()) / seconds:.2f} req/s ({top(by_verb, seconds)}), "
+                  f"RSS {rss0:.0f} -> {memory_mib(pid, 'VmRSS'):.0f} MiB; load {os.getloadavg()[0]:.1f}", flush=True)
+            if spy:
+                spy.wait()
         operator.stop()
     finally:
         plane.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="50,150", help="agent counts, cumulative (e.g. 50,150,500,1000)")
+    parser.add_argument("--idle", type=float, default=30, help="seconds at rest after each step")
+    parser.add_argument("--fairness", action="store_true", help="edit an agent during the last step's sync")
+    parser.add_argument("--trees", default="", help="label=checkout,... (default: this checkout)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--resync", type=float, default=0, help="KAOS_RESYNC_SECONDS (default: the platform's)")
+    parser.add_argument("--profile", default="", help="folder for py-spy profiles (raw, for flamegraph.pl)")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    trees = [(label, Path(path).resolve()) for label, _, path in
+             (item.partition("=") for item in args.trees.split(",") if item)] or [("this", ROOT)]
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    for round_ in range(args.rounds):
+        for label, tree in trees:
+            run(f"{label}#{round_ + 1}" if args.rounds > 1 else label, tree, args, sizes)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import Field, PositiveFloat, ValidationError, field_validator
+from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from kaos.model_mirror import parse_registry
@@ -133,11 +133,16 @@ class Settings(BaseSettings):
     auth_required: bool = False
     health_host: str = "0.0.0.0"
     operator_namespace: str = ""
-    # Operator tuning, not published by the platform chart: how often each resource's kopf
-    # timer compares its dependencies and Deployment with what it last wrote, the first
+    # Operator tuning, not published by the platform chart: the shortest gap between two status
+    # passes of one resource (woken by a watch event of it, its dependencies or its Deployment;
+    # also the cadence while a helm retry or an MCP tool discovery is due); how often a resource
+    # nothing woke is re-planned anyway (each period drawn from [0.5, 1.5) times it, so that the
+    # resyncs of many resources spread in time); how many helm processes run at once; the first
     # delay before retrying a failed helm command (doubling up to 5 minutes), and the age at
     # which a release's pending helm operation counts as interrupted (its helm process died).
     resync_seconds: PositiveFloat = 1.0
+    idle_resync_seconds: PositiveFloat = 60.0
+    helm_concurrency: PositiveInt = 4
     helm_retry_seconds: PositiveFloat = 5.0
     helm_stale_seconds: PositiveFloat = 60.0
     # Where `kaos up` records its control plane and keeps logs and volumes.

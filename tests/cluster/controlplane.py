@@ -99,6 +99,11 @@ class ControlPlane:
     # Seconds from the start of start() to: the apiserver's /readyz, and everything ready.
     timings: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def audit_log(self) -> Path:
+        """Where the apiserver writes its audit log, when started with ``audit_namespaces``."""
+        return self.folder / "logs" / "audit.log"
+
     # processes
 
     def _start(self, name: str, argv: list[str]) -> Component:
@@ -286,8 +291,24 @@ def process_stats() -> list[ProcessStat]:
     return stats
 
 
-def start(folder: Path | None = None, nodes: int = 1) -> ControlPlane:
-    """Start the whole control plane and return once the apiserver, the controllers and the nodes are ready."""
+# Benchmarks only (benchmarks/cluster_bench.py): the apiserver logs one line per request of a
+# ServiceAccount of these namespaces (the operator's), so its requests can be counted by verb,
+# resource and client (kopf or helm, by user agent).
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  userGroups: [{groups}]
+- level: None
+"""
+
+
+def start(folder: Path | None = None, nodes: int = 1, audit_namespaces: tuple[str, ...] = ()) -> ControlPlane:
+    """Start the whole control plane and return once the apiserver, the controllers and the nodes are ready.
+
+    With ``audit_namespaces``, the apiserver writes an audit log (``plane.audit_log``) of the
+    requests the ServiceAccounts of those namespaces make."""
     began = time.monotonic()
     bin = binaries_dir()
     folder = Path(folder or tempfile.mkdtemp(prefix="kaos-cluster-"))
@@ -299,8 +320,14 @@ def start(folder: Path | None = None, nodes: int = 1) -> ControlPlane:
     server = f"https://127.0.0.1:{api_port}"
     admin = write_kubeconfig(folder / "admin.kubeconfig", server, pki.ca_cert, admin_token, "kaos-admin")
     plane = ControlPlane(folder, bin, pki, server, admin_token, admin)
+    audit: list[str] = []
+    if audit_namespaces:
+        groups = ", ".join(f'"system:serviceaccounts:{namespace}"' for namespace in audit_namespaces)
+        (folder / "audit-policy.yaml").write_text(AUDIT_POLICY.format(groups=groups))
+        audit = [f"--audit-policy-file={folder / 'audit-policy.yaml'}", f"--audit-log-path={plane.audit_log}",
+                 "--audit-log-format=json"]
     try:
-        _start_components(plane, etcd_port, etcd_peer_port, api_port, began)
+        _start_components(plane, etcd_port, etcd_peer_port, api_port, began, audit)
         for index in range(nodes):
             plane.add_node(f"kwok-node-{index}")
         plane.timings["ready"] = time.monotonic() - began
@@ -310,7 +337,8 @@ def start(folder: Path | None = None, nodes: int = 1) -> ControlPlane:
     return plane
 
 
-def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, api_port: int, began: float) -> None:
+def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, api_port: int, began: float,
+                      audit: list[str]) -> None:
     bin, pki, folder = plane.bin, plane.pki, plane.folder
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     peer_url = f"http://127.0.0.1:{etcd_peer_port}"
@@ -337,6 +365,7 @@ def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, 
         "--allow-privileged=true",
         "--profiling=false",
         "--v=1",
+        *audit,
     ])
 
     def apiserver_ready() -> bool:

@@ -113,7 +113,8 @@ class Operator:
 
 
 def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str = RELEASE,
-                   name: str = "operator", charts_dir: Path = CHARTS) -> Operator:
+                   name: str = "operator", charts_dir: Path = CHARTS, extra_env: dict[str, str] | None = None) -> Operator:
+    """``extra_env``: variables over the container's (benchmarks: another checkout's code, a helm that counts its runs)."""
     deployment = operator_deployment(plane, namespace, release)
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -140,6 +141,7 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
         "HOME": str(home), "KUBECONFIG": str(kubeconfig),
         "PATH": f"{HELM4.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        **(extra_env or {}),
     })
     log = plane.folder / "logs" / f"{name}.log"
     with open(log, "wb") as out:

@@ -11,7 +11,7 @@ from kaos.api import API_VERSION, FINALIZER, MODELAPI
 from kaos.backoff import Backoff
 from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
-from kaos.operator.handlers import on_change, on_resync
+from kaos.operator.handlers import LAST_HANDLED, on_change, on_resync
 from kaos.operator.reconciler import OperatorState
 from kaos.reconcile import Ref
 from kaos.settings import Settings
@@ -157,12 +157,14 @@ async def test_a_failed_reapply_of_a_vanished_deployment_is_retried_with_helm_no
     state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff(base=0.0))
     deployments = {LLM_REF: [(1, 1)]}
     run = call(state, deployments)
-    await run(on_resync, copy.deepcopy(LLM))
+    handled = copy.deepcopy(LLM)  # handled by a change handler before the restart (kopf's annotation)
+    handled["metadata"]["annotations"] = {LAST_HANDLED: "{}"}
+    await run(on_resync, copy.deepcopy(handled))
     assert calls == ["status"], "the first converge took the deployed release as it is"
     deployments.clear()
-    failed = await run(on_resync, copy.deepcopy(LLM))
+    failed = await run(on_resync, copy.deepcopy(handled))
     assert calls == ["status", "apply"] and failed["phase"] == "Failed", failed
-    await run(on_resync, copy.deepcopy(LLM))
+    await run(on_resync, copy.deepcopy(handled))
     assert calls == ["status", "apply", "apply"]
 
 
@@ -188,3 +190,26 @@ async def test_a_resource_whose_namespace_is_no_rfc1123_label_is_failed_and_neve
     assert status["phase"] == "Failed", status
     assert "metadata.namespace: '../../team' is not an RFC 1123 label" in status["message"]
     assert not [call for call in calls if call[0] in ("status", "apply")], calls
+
+
+async def test_a_created_resource_gets_one_helm_run_not_a_status_check_first():
+    """A resource kopf's creation handler sees has no release to compare with: helm upgrade
+    --install at once (the check of the deployed revision is for a restart)."""
+    calls = []
+
+    class Backend:
+        async def deployed_revision(self, chart, release, namespace, values):
+            calls.append("status")
+
+        async def apply(self, chart, release, namespace, values):
+            calls.append("apply")
+            return 1
+
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
+    memo = kopf.Memo()
+    memo.kaos = state
+    indices = {"agent_index": {}, "modelapi_index": {}, "mcpserver_index": {}, "deployment_index": {}}
+    await on_change(body=copy.deepcopy(LLM), memo=memo, logger=LOGGER, reason=kopf.Reason.CREATE, **indices)
+    assert calls == ["apply"]
+    await on_resync(body=copy.deepcopy(LLM), patch=kopf.Patch(), memo=memo, logger=LOGGER, **indices)
+    assert calls == ["apply"], "the status pass ran helm again for the same generation"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kaos.operator.world import World, deployment_key, replica_counts
+from kaos.operator.world import World, deployment_key, indexed, replica_counts
 from kaos.reconcile import Ref
 
 
@@ -29,3 +29,16 @@ def test_replica_counts_and_world_lookups():
     assert world.get(ref) is None, "an object being deleted counts as gone"
     assert world.get(Ref("ModelAPI", "ns", "x")) is None
     assert world.replicas(ref) == (1, 1) and world.replicas(Ref("Agent", "ns", "b")) == (None, None)
+
+
+def test_the_indices_keep_what_plans_read_not_managed_fields_or_kopfs_annotations():
+    body = {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "spec": {"model": "m"}, "status": {"ready": True},
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u", "generation": 2, "resourceVersion": "7",
+                         "labels": {"team": "x"}, "managedFields": [{"manager": "kubectl"}] * 50,
+                         "annotations": {"kaos.tools/last-handled-configuration": "{...}"}}}
+    kept = indexed(body)
+    assert kept["metadata"] == {"name": "a", "namespace": "ns", "uid": "u", "generation": 2, "resourceVersion": "7",
+                                "labels": {"team": "x"}}
+    assert kept["spec"] == body["spec"] and kept["status"] == body["status"] and kept["kind"] == "Agent"
+    kept["spec"]["model"] = "changed"
+    assert body["spec"]["model"] == "m", "a detached copy"

@@ -1,12 +1,15 @@
 """kopf handlers for Agent, ModelAPI and MCPServer (kaos.api: kaos.tools/v1alpha1).
 
 - indices keep the last seen state of every KAOS resource and the replica counts of the
-  Deployments the workload charts create;
-- create/update/resume converge at once (helm upgrade --install) and retry helm failures
-  with backoff; delete runs helm uninstall behind the finalizer; none of them writes status;
-- a timer per resource re-plans from the indices when they changed, so a dependent follows
-  its ModelAPI, MCP servers and peers (whatever the order of creation), and is the one
-  writer of status (kaos.operator.status).
+  Deployments the workload charts create; a watch event of either wakes the status pass of
+  the resource it concerns and of the resources depending on it (kaos.operator.wakeups);
+- create/update/resume converge at once (helm upgrade --install, at most helm_concurrency at
+  once) and retry helm failures with backoff; delete runs helm uninstall behind the
+  finalizer; none of them writes status;
+- a status pass per resource (a kopf timer that waits to be woken, or for its jittered resync
+  period) re-plans from the indices when they changed, so a dependent follows its ModelAPI,
+  MCP servers and peers (whatever the order of creation), and is the one writer of status
+  (kaos.operator.status). At rest it neither runs helm nor calls the API.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from kaos.helm import Helm, HelmError
 from kaos.mcp_discovery import ToolDiscovery, discover_tools
 from kaos.operator.reconciler import OperatorState, converge, uninstall
 from kaos.operator.status import write_status
-from kaos.operator.world import PART_OF_LABEL, World, deployment_key, plain, replica_counts
+from kaos.operator.wakeups import resync_period
+from kaos.operator.world import PART_OF_LABEL, World, deployment_key, indexed, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
 
@@ -29,6 +33,9 @@ from kaos.settings import Settings
 # MCP tool discovery on loopback addresses.
 backend_factory = Helm
 tools_discoverer = discover_tools
+
+
+LAST_HANDLED = f"{GROUP}/last-handled-configuration"  # kopf's diff base (AnnotationsDiffBaseStorage)
 
 
 def _resync_seconds() -> float:
@@ -39,11 +46,12 @@ def _resync_seconds() -> float:
 
 
 class QuietTimers(logging.Filter):
-    """Drop kopf's "Timer ... succeeded." line (and its k8s Event) for every resync tick."""
+    """Drop kopf's "Timer ... succeeded." line (and its k8s Event) for every status pass, and its
+    "Handler 'wake' succeeded." for every watch event (an API request each)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not (message.startswith("Timer ") and message.endswith(" succeeded."))
+        return not (message.endswith(" succeeded.") and message.startswith(("Timer ", "Handler 'wake'")))
 
 
 @kopf.on.startup()
@@ -70,9 +78,11 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_) -> 
     )
 
 
+# The indices and the watch events are async functions: kopf runs a plain function in a thread.
+
 def _index_of(kind: str):
-    def index(body, **_):
-        return {ref_of({**body, "kind": kind}): plain(body)}
+    async def index(body, **_):
+        return {ref_of({**body, "kind": kind}): indexed(body)}
 
     return index
 
@@ -84,17 +94,31 @@ memorystore_index = kopf.index(GROUP, VERSION, MEMORYSTORE_NAMES.plural, id="mem
 
 
 @kopf.index("apps", "v1", "deployments", labels={PART_OF_LABEL: "kaos"})
-def deployment_index(body, **_):
+async def deployment_index(body, **_):
     key = deployment_key(body)
     return {key: replica_counts(body)} if key else None
+
+
+async def on_resource_event(body, memo, **_) -> None:
+    """After kopf has indexed the event: the resource's status pass, and its dependents', may have work."""
+    memo.kaos.wakeups.wake(ref_of(body), dependents=True)
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={PART_OF_LABEL: "kaos"}, id="wake")
+async def on_deployment_event(body, memo, **_) -> None:
+    key = deployment_key(body)
+    if key is not None:
+        memo.kaos.wakeups.wake(key)
 
 
 def _world(kwargs) -> World:
     return World.of(kwargs)
 
 
-async def on_change(body, memo, logger, **kwargs) -> None:
-    outcome = await converge(body, world=_world(kwargs), state=memo.kaos, logger=logger, force=True)
+async def on_change(body, memo, logger, reason=None, **kwargs) -> None:
+    outcome = await converge(body, world=_world(kwargs), state=memo.kaos, logger=logger, force=True,
+                             created=reason == kopf.Reason.CREATE)
+    memo.kaos.wakeups.wake(ref_of(body))  # its status pass writes what came of it
     if outcome.failure is not None:
         raise kopf.TemporaryError(outcome.failure.describe(), delay=outcome.failure.delay)
 
@@ -103,8 +127,29 @@ async def on_resync(body, patch, memo, logger, **kwargs) -> None:
     if body.get("metadata", {}).get("deletionTimestamp"):
         return
     world = _world(kwargs)
-    outcome = await converge(body, world=world, state=memo.kaos, logger=logger, force=False)
+    # Before kopf has recorded a handled spec, no change handler has applied a release of it.
+    never_handled = LAST_HANDLED not in (body.get("metadata", {}).get("annotations") or {})
+    outcome = await converge(body, world=world, state=memo.kaos, logger=logger, force=False, created=never_handled)
     await write_status(body, outcome, world=world, state=memo.kaos, patch=patch, logger=logger)
+
+
+def _pause(ref, state: OperatorState) -> float:
+    """How long the status pass of ``ref`` waits to be woken: a resync period, or one tick
+    while a helm retry or a tool discovery is due (or until it is)."""
+    tick = state.settings.resync_seconds
+    record = state.records.get(ref)
+    if record is None or record.outcome is None or record.outcome.failure is not None:
+        return tick  # not converged yet (its change handler, under way, wakes it sooner), or failing
+    if ref.kind == MCPSERVER and (state.tools.retry_due(ref) or state.tools.retry_in(ref) > 0):
+        return max(tick, state.tools.retry_in(ref))
+    return resync_period(state.settings.idle_resync_seconds)
+
+
+async def on_tick(body, patch, memo, logger, stopped, **kwargs) -> None:
+    """The status pass: wait to be woken (or the resync period), then converge and write status."""
+    await memo.kaos.wakeups.wait(ref_of(body), _pause(ref_of(body), memo.kaos), stopped)
+    if not stopped:
+        await on_resync(body=body, patch=patch, memo=memo, logger=logger, **kwargs)
 
 
 async def on_delete(body, memo, logger, **_) -> None:
@@ -119,7 +164,8 @@ for _plural in PLURALS.values():
     kopf.on.create(GROUP, VERSION, _plural, id="reconcile")(on_change)
     kopf.on.update(GROUP, VERSION, _plural, id="reconcile")(on_change)
     kopf.on.delete(GROUP, VERSION, _plural, id="uninstall")(on_delete)
-    kopf.timer(GROUP, VERSION, _plural, id="resync", interval=_resync_seconds())(on_resync)
+    kopf.on.event(GROUP, VERSION, _plural, id="wake")(on_resource_event)
+    kopf.timer(GROUP, VERSION, _plural, id="resync", interval=_resync_seconds())(on_tick)
 
 
 import kaos.operator.memorystore_handlers  # noqa: E402,F401  (registers the MemoryStore handlers)

@@ -1,12 +1,14 @@
 """One converge of one resource: plan with the core and converge its Helm release; no status.
 
-Called by the kopf change handlers (force=True) and by each resource's resync timer
+Called by the kopf change handlers (force=True) and by each resource's status pass
 (force=False), which then writes status from the outcome (kaos.operator.status, the one
 writer). Helm runs only when the chart values differ from the last successful run in this
 process; the first time in a process (after a restart) only when the deployed release
-differs (its values or the objects the chart renders now); the timer also waits out the
-backoff after a helm failure, while a change handler (a kopf retry, or the user's edit)
-tries at once.
+differs (its values or the objects the chart renders now), a resource just created excepted
+(it has no release to compare with: one helm run, not two); the status pass also waits out
+the backoff after a helm failure, while a change handler (a kopf retry, or the user's edit)
+tries at once. At most ``helm_concurrency`` helm processes run at once (kaos.operator.wakeups);
+a change to a release applied before goes ahead of first installs.
 
 The resource's own part of the fingerprint is its uid and generation (what the plan reads),
 not its resourceVersion, which every status and kopf annotation write changes.
@@ -25,6 +27,7 @@ from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
 from kaos.model_mirror import missing_message, parse_registry
+from kaos.operator.wakeups import HelmGate, Wakeups
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
     DEPLOY,
@@ -95,6 +98,7 @@ class Record:
     failure: HelmFailure | MirrorFailure | None = None  # of the last helm run (or mirror check), until one succeeds
     applied: Any = _UNSET  # the values of the last successful helm run
     deployment_seen: bool = False  # the index has shown the release's Deployment since
+    created: bool = False  # seen from its creation on by this process: no release of it to compare with
 
     def saw_deployment(self, replicas: tuple[int | None, int | None]) -> None:
         """A status was written from these counts: a Deployment it reported is one the next
@@ -119,6 +123,12 @@ class OperatorState:
     backoff: Backoff
     tools: ToolDiscovery = field(default_factory=ToolDiscovery)  # status.tools of the MCPServers
     records: dict[Ref, Record] = field(default_factory=dict)
+    wakeups: Wakeups = field(default_factory=Wakeups)  # when each resource's status pass runs
+    gate: HelmGate | None = None  # how many helm processes run at once (settings.helm_concurrency)
+
+    def __post_init__(self) -> None:
+        if self.gate is None:
+            self.gate = HelmGate(self.settings.helm_concurrency)
 
     def record(self, ref: Ref) -> Record:
         return self.records.setdefault(ref, Record())
@@ -127,6 +137,7 @@ class OperatorState:
         self.records.pop(ref, None)
         self.backoff.succeed(ref)
         self.tools.forget(ref)
+        self.wakeups.forget(ref)
 
 
 def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> tuple[dict, Plan]:
@@ -143,12 +154,13 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     return resource, plan(resource, observed, settings, cluster_endpoint_of(settings, known))
 
 
-def fingerprint(resource: Mapping[str, Any], world: World) -> tuple:
+def fingerprint(resource: Mapping[str, Any], world: World, needs: list[Ref] | None = None) -> tuple:
     """What a converge reads: the resource's spec (by uid and generation: its status and the
     annotations kopf writes are not inputs), its dependencies by version, and its Deployment."""
     ref = ref_of(resource)
     metadata = resource.get("metadata") or {}
-    dependency_versions = tuple(_version(world.get(dependency)) for dependency in dependencies(resource))
+    needs = dependencies(resource) if needs is None else needs
+    dependency_versions = tuple(_version(world.get(dependency)) for dependency in needs)
     return (metadata.get("uid"), metadata.get("generation")), dependency_versions, world.replicas(ref)
 
 
@@ -156,23 +168,28 @@ def _version(obj: Mapping[str, Any] | None):
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion", id(obj))
 
 
-async def converge(body, *, world: World, state: OperatorState, logger, force: bool) -> Outcome:
+async def converge(body, *, world: World, state: OperatorState, logger, force: bool, created: bool = False) -> Outcome:
     """Plan the resource and converge its release; the outcome is recorded and returned.
 
     Without force, the last outcome stands when no input changed since and no helm retry is due.
+    ``created``: kopf's creation handler calls (or no handler has yet): no release of it can be
+    deployed already, now or at a later converge of this process before its first helm run.
     """
     ref = ref_of(body)
     record = state.record(ref)
     async with record.lock:
-        resource = plain(body)  # after the wait: a timer's body follows the live object
-        inputs = fingerprint(resource, world)
+        # after the wait: a timer's body follows the live object; read in place, copied only to plan
+        needs = dependencies(body)
+        state.wakeups.depends(ref, needs)
+        inputs = fingerprint(body, world, needs)
         vanished = record.deployment_vanished(world.replicas(ref))
         last = record.outcome
         if not force and not vanished and last is not None and last.inputs == inputs \
                 and not _retry_due(ref, last, state):
             return last
         since = started()
-        resource, current = plan_for(resource, world, state.settings)
+        resource, current = plan_for(plain(body), world, state.settings)
+        record.created = record.created or created
         failure = None
         if current.phase == DEPLOY:
             if vanished:
@@ -191,7 +208,8 @@ def _retry_due(ref: Ref, outcome: Outcome, state: OperatorState) -> bool:
 async def uninstall(body, *, state: OperatorState, logger) -> None:
     ref = ref_of(body)
     async with state.record(ref).lock:
-        await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
+        async with state.gate.slot(urgent=True):
+            await state.backend.uninstall(release_name(ref.kind, ref.name), ref.namespace)
         logger.info(f"uninstalled release {release_name(ref.kind, ref.name)}")
     state.forget(ref)
 
@@ -208,7 +226,13 @@ async def _converge_release(ref: Ref, record: Record, current: Plan, state: Oper
         record.failure = MirrorFailure(problem, state.backoff.fail(ref))
         logger.warning(record.failure.describe())
         return record.failure
-    if record.applied is _UNSET and values is not None \
+    async with state.gate.slot(urgent=record.applied is not _UNSET):
+        return await _run_helm(ref, record, current, state, logger)
+
+
+async def _run_helm(ref: Ref, record: Record, current: Plan, state: OperatorState, logger) -> HelmFailure | None:
+    values = current.values
+    if record.applied is _UNSET and values is not None and not record.created \
             and await _already_deployed(ref, current, state, logger):
         _succeeded(ref, record, values, state)
         return None

@@ -18,6 +18,18 @@ def plain(body: Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy({key: body[key] for key in body})
 
 
+# What the indices keep of a resource's metadata: what plans and fingerprints read. Not its
+# managedFields nor kopf's annotations (a copy of the spec), the larger part of a stored body.
+KEPT_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "deletionTimestamp", "labels")
+
+
+def indexed(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The detached copy of a resource the indices keep (kaos.operator.handlers)."""
+    metadata = body.get("metadata") or {}
+    kept = {key: copy.deepcopy(metadata[key]) for key in KEPT_METADATA if key in metadata}
+    return {**{key: copy.deepcopy(body[key]) for key in body if key != "metadata"}, "metadata": kept}
+
+
 def deployment_key(body: Mapping[str, Any]) -> Ref | None:
     """The KAOS resource a Deployment belongs to, from the labels the workload charts set."""
     metadata = body.get("metadata") or {}
