@@ -42,6 +42,8 @@ EVENT_TYPES = (
     "approval_granted",
     "approval_rejected",
     "approval_expired",
+    "memory_recalled",
+    "memory_stored",
 )
 # The events that make up the conversation given back to the model for a continued session.
 TURN_ROLES = {"user_message": "user", "task_delegation_received": "user", "agent_response": "assistant"}
