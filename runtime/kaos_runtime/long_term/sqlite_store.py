@@ -7,7 +7,9 @@ agent processes may share the file (WAL, a busy timeout). A ``vec0`` table with 
 partition key holds the vectors, exact (brute-force) cosine search within one owner's partition.
 
 Forgetting is erasure: the vector is overwritten with zeros before its ``vec0`` row is deleted,
-and ``secure_delete`` makes SQLite overwrite the freed pages of both tables.
+``secure_delete`` makes SQLite overwrite what it frees in both tables, and a checkpoint empties
+the write-ahead log, which still held the pages as they were (tests/runtime/test_long_term_store.py
+looks for the text and the vector's bytes in the files).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class SqliteVecStore(VectorStore):
             connection.load_extension(sqlite_vec.loadable_path())
             connection.enable_load_extension(False)
             connection.set_busy_timeout(int(self.timeout * 1000))
-            connection.execute("pragma journal_mode=wal; pragma secure_delete=on; pragma synchronous=normal")
+            for pragma in ("journal_mode=wal", "secure_delete=on", "synchronous=normal"):
+                connection.execute(f"pragma {pragma}").fetchall()  # one at a time: apsw runs what is fetched
             connection.execute(
                 f'create table if not exists "{self.table}" (rowid integer primary key, id text unique not null, '
                 'owner text not null, text text not null, created_at real not null, session_id text not null, '
@@ -147,6 +150,8 @@ class SqliteVecStore(VectorStore):
                                        (packed([0.0] * self._dimension), rowid))
                     connection.execute(f'delete from "{self.vectors}" where rowid = ?', (rowid,))
                 connection.execute(f'delete from "{self.table}" where rowid = ?', (rowid,))
+        # The write-ahead log still holds the pages as they were: fold it into the file and empty it.
+        connection.execute("pragma wal_checkpoint(truncate)").fetchall()
         return len(rowids)
 
     async def delete(self, owner: str, memory_id: str) -> bool:
