@@ -15,7 +15,7 @@ from tests.support.polling import wait_until
 from tests.support.postgres_server import PostgresServer
 from tests.support.processes import spawn, wait_until_ok
 
-from .conftest import agent_env, chat, events
+from .conftest import agent_env, chat
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789"
 
