@@ -4,7 +4,11 @@ Why this one: it is two pip packages (``sqlite-vec``, and ``apsw`` for a SQLite 
 extensions: many Pythons' own ``sqlite3`` cannot), it runs in the agent's process with no server,
 and it keeps its vectors in the file, paged in by SQLite, not in the agent's memory; several
 agent processes may share the file (WAL, a busy timeout). A ``vec0`` table with the owner as its
-partition key holds the vectors, exact (brute-force) cosine search within one owner's partition.
+partition key holds the vectors. sqlite-vec has no graph index; it scans an owner's partition. So
+that a scan of 100k memories stays within tens of milliseconds, each vector is also kept
+quantized to one bit per dimension (48 bytes for 384 dimensions instead of 1,536): a search scans
+those by Hamming distance for ``COARSE_CANDIDATES`` candidates, then ranks the candidates by the
+exact cosine distance of their full vectors (recall@5 in benchmarks/long_term_bench.py).
 
 Forgetting is erasure: the vector is overwritten with zeros before its ``vec0`` row is deleted,
 ``secure_delete`` makes SQLite overwrite what it frees in both tables, and a checkpoint empties
@@ -23,6 +27,7 @@ from .records import Hit, NewMemory, Record, table_name
 from .store import StoreUnavailable, VectorStore
 
 _COLUMNS = "id, owner, text, created_at, session_id, source"
+COARSE_CANDIDATES = 100  # ranked exactly after the one-bit scan (at least 10 per memory asked for)
 
 
 def packed(vector: list[float]) -> bytes:
@@ -39,6 +44,7 @@ class SqliteVecStore(VectorStore):
         self.timeout = timeout
         self._connection = None
         self._dimension: int | None = None
+        self._coarse = False  # the table keeps one-bit vectors too (a dimension that is a multiple of 8)
         self._lock = threading.Lock()
 
     def _connect(self):
@@ -73,13 +79,15 @@ class SqliteVecStore(VectorStore):
         row = self._connection.execute("select sql from sqlite_master where name = ?", (self.vectors,)).fetchone()
         if row is None:
             return None
+        self._coarse = "coarse bit[" in row[0]
         return int(row[0].split("float[", 1)[1].split("]", 1)[0])
 
     def _vectors_for(self, dimension: int) -> None:
         if self._dimension is None:
             self._connection.execute(
                 f'create virtual table if not exists "{self.vectors}" using vec0(owner text partition key, '
-                f'embedding float[{dimension}] distance_metric=cosine)')
+                f'embedding float[{dimension}] distance_metric=cosine'
+                + (f', coarse bit[{dimension}])' if dimension % 8 == 0 else ')'))
             self._dimension = self._existing_dimension()
         if self._dimension != dimension:
             raise StoreUnavailable(f"collection {self.table} holds vectors of {self._dimension} dimensions, the "
@@ -110,8 +118,14 @@ class SqliteVecStore(VectorStore):
                         'values (?, ?, ?, ?, ?, ?)',
                         (memory.id, memory.owner, memory.text, memory.created_at, memory.session_id, memory.source))
                     rowid = connection.last_insert_rowid()
-                    connection.execute(f'insert into "{self.vectors}" (rowid, owner, embedding) values (?, ?, ?)',
-                                       (rowid, memory.owner, packed(memory.vector)))
+                    vector = packed(memory.vector)
+                    if self._coarse:
+                        connection.execute(f'insert into "{self.vectors}" (rowid, owner, embedding, coarse) '
+                                           'values (?, ?, ?, vec_quantize_binary(?))',
+                                           (rowid, memory.owner, vector, vector))
+                    else:
+                        connection.execute(f'insert into "{self.vectors}" (rowid, owner, embedding) values (?, ?, ?)',
+                                           (rowid, memory.owner, vector))
 
         await self._run(work)
 
@@ -120,11 +134,24 @@ class SqliteVecStore(VectorStore):
             if self._dimension is None:
                 return []
             self._vectors_for(len(vector))
+            query, columns = packed(vector), ", ".join("r." + c for c in _COLUMNS.split(", "))
+            if not self._coarse:
+                rows = connection.execute(
+                    f'with knn as (select rowid, distance from "{self.vectors}" where embedding match ? and k = ? '
+                    f'and owner = ?) select {columns}, knn.distance from knn join "{self.table}" r '
+                    'on r.rowid = knn.rowid order by knn.distance', (query, k, owner)).fetchall()
+                return [Hit(Record(*row[:6]), float(row[6])) for row in rows]
+            candidates = [row[0] for row in connection.execute(
+                f'select rowid from "{self.vectors}" where coarse match vec_quantize_binary(?) and k = ? '
+                'and owner = ?', (query, max(COARSE_CANDIDATES, 10 * k), owner))]
+            if not candidates:
+                return []
+            marks = ",".join("?" * len(candidates))
             rows = connection.execute(
-                f'with knn as (select rowid, distance from "{self.vectors}" where embedding match ? and k = ? '
-                f'and owner = ?) select {", ".join("r." + c for c in _COLUMNS.split(", "))}, knn.distance '
-                f'from knn join "{self.table}" r on r.rowid = knn.rowid order by knn.distance',
-                (packed(vector), k, owner)).fetchall()
+                f'with exact as (select rowid, vec_distance_cosine(embedding, ?) as distance from "{self.vectors}" '
+                f'where rowid in ({marks}) order by distance limit ?) select {columns}, exact.distance from exact '
+                f'join "{self.table}" r on r.rowid = exact.rowid order by exact.distance',
+                (query, *candidates, k)).fetchall()
             return [Hit(Record(*row[:6]), float(row[6])) for row in rows]
 
         return await self._run(work)
@@ -146,8 +173,9 @@ class SqliteVecStore(VectorStore):
         with connection:
             for rowid in rowids:
                 if self._dimension is not None:
-                    connection.execute(f'update "{self.vectors}" set embedding = ? where rowid = ?',
-                                       (packed([0.0] * self._dimension), rowid))
+                    zeros = packed([0.0] * self._dimension)
+                    connection.execute(f'update "{self.vectors}" set embedding = ? where rowid = ?', (zeros, rowid))
+                    # The one-bit sketch goes with the row (sqlite-vec 0.1.9 cannot update a bit column).
                     connection.execute(f'delete from "{self.vectors}" where rowid = ?', (rowid,))
                 connection.execute(f'delete from "{self.table}" where rowid = ?', (rowid,))
         # The write-ahead log still holds the pages as they were: fold it into the file and empty it.
