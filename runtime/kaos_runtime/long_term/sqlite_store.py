@@ -6,11 +6,13 @@ and it keeps its vectors in the file, paged in by SQLite, not in the agent's mem
 agent processes may share the file (WAL, a busy timeout). A ``vec0`` table with the owner as its
 partition key holds the vectors. sqlite-vec has no graph index; it scans an owner's partition. So
 that a scan of 100k memories stays within tens of milliseconds, each vector is also kept
-quantized to one bit per dimension (48 bytes for 384 dimensions instead of 1,536): a search scans
-those by Hamming distance for ``COARSE_CANDIDATES`` candidates, then ranks the candidates by the
-exact cosine distance of their full vectors (recall@5 in benchmarks/long_term_bench.py).
+quantized to one bit per dimension (48 bytes for 384 dimensions instead of 1,536) in the ``vec0``
+table, the full vector in the memory's row: a search scans the bits by Hamming distance for
+``COARSE_CANDIDATES`` candidates, then ranks those by the exact cosine distance of their full
+vectors, read by rowid (recall@5 in benchmarks/long_term_bench.py). A dimension that is no
+multiple of 8 keeps full vectors in ``vec0`` and is searched exactly.
 
-Forgetting is erasure: the vector is overwritten with zeros before its ``vec0`` row is deleted,
+Forgetting is erasure: a full vector in ``vec0`` is overwritten with zeros before its row is deleted,
 ``secure_delete`` makes SQLite overwrite what it frees in both tables, and a checkpoint empties
 the write-ahead log, which still held the pages as they were (tests/runtime/test_long_term_store.py
 looks for the text and the vector's bytes in the files).
@@ -67,7 +69,7 @@ class SqliteVecStore(VectorStore):
             connection.execute(
                 f'create table if not exists "{self.table}" (rowid integer primary key, id text unique not null, '
                 'owner text not null, text text not null, created_at real not null, session_id text not null, '
-                'source text not null)')
+                'source text not null, embedding blob not null)')
             connection.execute(f'create index if not exists "{self.table}_owner" on "{self.table}" (owner, created_at)')
         except (apsw.Error, OSError) as error:
             raise StoreUnavailable(f"sqlite store {self.path}: {error}") from None
@@ -80,14 +82,14 @@ class SqliteVecStore(VectorStore):
         if row is None:
             return None
         self._coarse = "coarse bit[" in row[0]
-        return int(row[0].split("float[", 1)[1].split("]", 1)[0])
+        return int(row[0].split("bit[" if self._coarse else "float[", 1)[1].split("]", 1)[0])
 
     def _vectors_for(self, dimension: int) -> None:
         if self._dimension is None:
             self._connection.execute(
                 f'create virtual table if not exists "{self.vectors}" using vec0(owner text partition key, '
-                f'embedding float[{dimension}] distance_metric=cosine'
-                + (f', coarse bit[{dimension}])' if dimension % 8 == 0 else ')'))
+                + (f'coarse bit[{dimension}])' if dimension % 8 == 0 else
+                   f'embedding float[{dimension}] distance_metric=cosine)'))
             self._dimension = self._existing_dimension()
         if self._dimension != dimension:
             raise StoreUnavailable(f"collection {self.table} holds vectors of {self._dimension} dimensions, the "
@@ -114,15 +116,15 @@ class SqliteVecStore(VectorStore):
             with connection:
                 for memory in memories:
                     connection.execute(
-                        f'insert into "{self.table}" (id, owner, text, created_at, session_id, source) '
-                        'values (?, ?, ?, ?, ?, ?)',
-                        (memory.id, memory.owner, memory.text, memory.created_at, memory.session_id, memory.source))
+                        f'insert into "{self.table}" (id, owner, text, created_at, session_id, source, embedding) '
+                        'values (?, ?, ?, ?, ?, ?, ?)',
+                        (memory.id, memory.owner, memory.text, memory.created_at, memory.session_id, memory.source,
+                         packed(memory.vector)))
                     rowid = connection.last_insert_rowid()
                     vector = packed(memory.vector)
                     if self._coarse:
-                        connection.execute(f'insert into "{self.vectors}" (rowid, owner, embedding, coarse) '
-                                           'values (?, ?, ?, vec_quantize_binary(?))',
-                                           (rowid, memory.owner, vector, vector))
+                        connection.execute(f'insert into "{self.vectors}" (rowid, owner, coarse) '
+                                           'values (?, ?, vec_quantize_binary(?))', (rowid, memory.owner, vector))
                     else:
                         connection.execute(f'insert into "{self.vectors}" (rowid, owner, embedding) values (?, ?, ?)',
                                            (rowid, memory.owner, vector))
@@ -148,10 +150,8 @@ class SqliteVecStore(VectorStore):
                 return []
             marks = ",".join("?" * len(candidates))
             rows = connection.execute(
-                f'with exact as (select rowid, vec_distance_cosine(embedding, ?) as distance from "{self.vectors}" '
-                f'where rowid in ({marks}) order by distance limit ?) select {columns}, exact.distance from exact '
-                f'join "{self.table}" r on r.rowid = exact.rowid order by exact.distance',
-                (query, *candidates, k)).fetchall()
+                f'select {columns}, vec_distance_cosine(r.embedding, ?) as distance from "{self.table}" r '
+                f'where r.rowid in ({marks}) order by distance limit ?', (query, *candidates, k)).fetchall()
             return [Hit(Record(*row[:6]), float(row[6])) for row in rows]
 
         return await self._run(work)
@@ -173,9 +173,11 @@ class SqliteVecStore(VectorStore):
         with connection:
             for rowid in rowids:
                 if self._dimension is not None:
-                    zeros = packed([0.0] * self._dimension)
-                    connection.execute(f'update "{self.vectors}" set embedding = ? where rowid = ?', (zeros, rowid))
-                    # The one-bit sketch goes with the row (sqlite-vec 0.1.9 cannot update a bit column).
+                    if not self._coarse:
+                        zeros = packed([0.0] * self._dimension)
+                        connection.execute(f'update "{self.vectors}" set embedding = ? where rowid = ?',
+                                           (zeros, rowid))
+                    # A one-bit sketch goes with its row (sqlite-vec 0.1.9 cannot update a bit column).
                     connection.execute(f'delete from "{self.vectors}" where rowid = ?', (rowid,))
                 connection.execute(f'delete from "{self.table}" where rowid = ?', (rowid,))
         # The write-ahead log still holds the pages as they were: fold it into the file and empty it.
