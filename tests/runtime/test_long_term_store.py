@@ -202,3 +202,20 @@ def test_an_unreachable_postgresql_is_store_unavailable_without_the_password():
 def test_a_sqlite_path_that_is_no_file_is_store_unavailable():
     with pytest.raises(StoreUnavailable, match="sqlite store /: "):
         run(create_store("sqlite:///", "x", 1).ping())
+
+
+def test_sqlite_a_dimension_no_multiple_of_8_is_searched_exactly_and_erased(tmp_path):
+    store = SqliteVecStore(str(tmp_path / "odd.db"), "odd", 5)
+    near, far = NewMemory("key:1", "near", [1.0, 0.1, 0.0], 1.0), NewMemory("key:1", "far", [0.0, 0.0, 1.0], 1.0)
+
+    async def work():
+        await store.add([near, far])
+        hits = await store.search("key:1", [1.0, 0.0, 0.0], 2)
+        assert await store.delete("key:1", near.id)
+        return hits, await store.search("key:1", [1.0, 0.0, 0.0], 2)
+
+    hits, after = run(work())
+    assert not store._coarse and [h.record.text for h in hits] == ["near", "far"]
+    assert [h.record.text for h in after] == ["far"]
+    assert packed(near.vector) not in b"".join(p.read_bytes() for p in tmp_path.glob("odd.db*"))
+    run(store.close())
