@@ -170,9 +170,11 @@ async def bench_store(name: str, store, embedder: Embedder, data: dict, sizes: l
             await connection.execute(f'drop index if exists "{store.table}_hnsw"')
             rate, _, _ = await fill_and_time(store, questions, held, size, 0, rng)
             began = time.perf_counter()
+            await connection.execute("set statement_timeout = 0")  # a build of minutes; searches keep theirs
             await connection.execute(f'create index "{store.table}_hnsw" on "{store.table}" '
                                      'using hnsw (embedding vector_cosine_ops)')
             rebuilt = f", HNSW index built in {time.perf_counter() - began:.1f} s"
+            await connection.execute(f"set statement_timeout = {int(store.timeout * 1000)}")
             held = size
         filled, p50, p99 = await fill_and_time(store, questions, held, size, queries, rng)
         rate = rate if rebuilt else filled
