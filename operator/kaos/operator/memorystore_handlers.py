@@ -12,8 +12,8 @@ import kopf
 
 from kaos import crds
 from kaos.api import GROUP, MEMORYSTORE_NAMES, VERSION
+from kaos.kube_api import KubeClient, KubeError, NotFound
 from kaos.memory_probe import RECHECK_SECONDS, MemoryProbes
-from kaos.operator.kube import KubeApi
 from kaos.operator.status import with_transition_times
 from kaos.operator.world import World
 from kaos.reconcile import cluster_endpoint_of, dependencies, ref_of
@@ -23,29 +23,37 @@ from kaos.settings import Settings
 PLURAL = MEMORYSTORE_NAMES.plural
 
 # Replaced by tests: how the operator reaches the Kubernetes API outside kopf (Secrets).
-api_factory = KubeApi.login
+api_factory = KubeClient.login
 
 
 class SecretCache:
-    """connectionSecretRef values, read at most once per RECHECK_SECONDS per key (a tick is every second)."""
+    """connectionSecretRef values, read at most once per RECHECK_SECONDS per key (a tick is every
+    second): the value (None when the Secret or key is missing) and why it could not be read
+    ("" when it could, or is missing), e.g. the API's "forbidden"."""
 
-    def __init__(self, api: KubeApi):
+    def __init__(self, api: KubeClient):
         self.api = api
-        self._values: dict[tuple[str, str, str], tuple[float, str | None]] = {}
+        self._values: dict[tuple[str, str, str], tuple[float, str | None, str]] = {}
 
-    async def value(self, namespace: str, name: str, key: str) -> str | None:
+    async def value(self, namespace: str, name: str, key: str) -> tuple[str | None, str]:
         entry = self._values.get((namespace, name, key))
         if entry is None or time.monotonic() - entry[0] > RECHECK_SECONDS:
-            raw = await self.api.secret_value(namespace, name, key)
-            entry = (time.monotonic(), raw.decode(errors="replace") if raw is not None else None)
+            raw, problem = None, ""
+            try:
+                raw = await self.api.secret_value(namespace, name, key)
+            except NotFound:
+                pass
+            except KubeError as error:
+                problem = str(error)
+            entry = (time.monotonic(), raw.decode(errors="replace") if raw is not None else None, problem)
             self._values[(namespace, name, key)] = entry
-        return entry[1]
+        return entry[1], entry[2]
 
 
 @kopf.on.startup()
 async def start_memory_probes(memo: kopf.Memo, settings: kopf.OperatorSettings, **_) -> None:
     memo.memory_probes = MemoryProbes()
-    memo.memory_secrets = SecretCache(api_factory(settings))
+    memo.memory_secrets = SecretCache(await api_factory())
 
 
 @kopf.on.cleanup()
@@ -86,9 +94,10 @@ async def on_memory_store_tick(body, patch, memo, **kwargs) -> None:
     probe = None
     if not resolution.phase:
         secret = resolution.spec.secret
-        value = await memo.memory_secrets.value(ref.namespace, secret.name, secret.key) if secret else None
+        value, unreadable = await memo.memory_secrets.value(ref.namespace, secret.name, secret.key) \
+            if secret else (None, "")
         # "": the operator cannot check an embedded file inside an agent's pod
-        probe = memo.memory_probes.known(ref, probe_target(resolution, "", value))
+        probe = memo.memory_probes.known(ref, probe_target(resolution, "", value, unreadable))
     desired = memory_store_status(resource, resolution, probe)
     live = dict(body.get("status") or {})
     for key, value in with_transition_times(live, desired).items():

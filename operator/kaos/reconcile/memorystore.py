@@ -150,15 +150,19 @@ class ProbeTarget:
     store_problem: str = ""
 
 
-def probe_target(resolution: Resolution, directory: str, secret_value: str | None) -> ProbeTarget:
+def probe_target(resolution: Resolution, directory: str, secret_value: str | None,
+                 secret_unreadable: str = "") -> ProbeTarget:
     """The target of a resolved store. ``directory``: where the control plane keeps embedded
     files it can check (``kaos up``), "" when it cannot (a cluster); ``secret_value``: the URL
-    read from spec.storage.external.connectionSecretRef, None when the Secret or key is missing."""
+    read from spec.storage.external.connectionSecretRef, None when the Secret or key is missing;
+    ``secret_unreadable``: why the Secret could not be read (e.g. forbidden), "" when it could."""
     spec = resolution.spec
     problem = ""
     if spec.storage == EXTERNAL:
         url = spec.url or secret_value or ""
-        if spec.secret and secret_value is None:
+        if spec.secret and secret_unreadable:
+            problem = f"cannot read {secret_unreadable} (spec.storage.external.connectionSecretRef)"
+        elif spec.secret and secret_value is None:
             problem = f"Secret {spec.secret.name!r} has no key {spec.secret.key!r} (spec.storage.external.connectionSecretRef)"
     else:
         url = embedded_url(spec, directory) if directory else ""

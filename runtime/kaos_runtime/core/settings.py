@@ -2,7 +2,7 @@
 
 pydantic-settings models (the variables are listed in docs/runtime.md):
 
-- ``AgentSettings`` with ``MemorySettings``: ``kaos-runtime agent``;
+- ``AgentSettings`` with ``MemorySettings`` (and ``LongTermMemorySettings``, ...): ``kaos-runtime agent``;
 - ``McpServerSettings``: ``kaos-runtime mcp``, the python-string MCP server;
 - ``ServerSettings``: ``HOST``, ``PORT`` and the log level of both;
 - ``TelemetrySettings``: the ``OTEL_*`` variables the runtime decides with (the OpenTelemetry
@@ -322,6 +322,53 @@ class ApprovalSettings(_Settings):
         return entries
 
 
+LongTermScope = Annotated[Literal["user", "agent", "namespace"], BeforeValidator(lambda v: _trimmed(v).lower())]
+LONG_TERM_STORE_SCHEMES = ("postgresql://", "postgres://", "sqlite:///")
+
+
+class LongTermMemorySettings(_Settings):
+    """Memories that outlive a session, in a vector store (kaos_runtime.long_term; a MemoryStore
+    resource sets these; docs/memory.md, "Long-term memory"); off unless enabled."""
+
+    enabled: Flag = Field(False, validation_alias="LONG_TERM_MEMORY_ENABLED")
+    # postgresql://user:pass@host:port/db (pgvector) or sqlite:///abs/path.db (embedded, no server).
+    store_url: SecretStr = Field("", validation_alias="LONG_TERM_MEMORY_STORE_URL")
+    # The table the store's memories live in (the MemoryStore's <namespace>-<name>): stores sharing a database never mix.
+    collection: Trimmed = Field("kaos-memories", validation_alias="LONG_TERM_MEMORY_COLLECTION")
+    scope: LongTermScope = Field("user", validation_alias="LONG_TERM_MEMORY_SCOPE")
+    # An OpenAI-compatible ModelAPI's base URL (POST {url}/v1/embeddings) and the model it embeds with.
+    embedding_url: Trimmed = Field("", validation_alias="LONG_TERM_MEMORY_EMBEDDING_URL")
+    embedding_model: Trimmed = Field("", validation_alias="LONG_TERM_MEMORY_EMBEDDING_MODEL")
+    # Who extracts durable facts from a turn; empty: the agent's own model (MODEL_API_URL, MODEL_NAME).
+    extraction_url: Trimmed = Field("", validation_alias="LONG_TERM_MEMORY_EXTRACTION_URL")
+    extraction_model: Trimmed = Field("", validation_alias="LONG_TERM_MEMORY_EXTRACTION_MODEL")
+    # Memories older than this many days are dropped; 0: kept.
+    retention_days: int = Field(0, ge=0, validation_alias="LONG_TERM_MEMORY_RETENTION_DAYS")
+    top_k: int = Field(5, ge=1, le=100, validation_alias="LONG_TERM_MEMORY_TOP_K")
+    # How long one call to the store or the embedder may take before the turn goes on without it.
+    timeout: float = Field(5.0, gt=0, validation_alias="LONG_TERM_MEMORY_TIMEOUT_SECONDS")
+
+    @model_validator(mode="after")
+    def _complete(self) -> "LongTermMemorySettings":
+        if not self.enabled:
+            return self
+        url = self.store_url.get_secret_value().strip()
+        if not url:
+            raise ValueError("LONG_TERM_MEMORY_STORE_URL is not set (LONG_TERM_MEMORY_ENABLED=true needs it, "
+                             "e.g. sqlite:///var/lib/kaos/memories.db or postgresql://user:pass@host:5432/db)")
+        if not url.startswith(LONG_TERM_STORE_SCHEMES):
+            raise ValueError(f"LONG_TERM_MEMORY_STORE_URL must start with {', '.join(LONG_TERM_STORE_SCHEMES)} "
+                             "(sqlite:/// then an absolute path)")
+        if not self.embedding_url.startswith(("http://", "https://")):
+            raise ValueError("LONG_TERM_MEMORY_EMBEDDING_URL must be the http(s) base URL of an OpenAI-compatible "
+                             "ModelAPI (LONG_TERM_MEMORY_ENABLED=true needs it)")
+        if not self.embedding_model:
+            raise ValueError("LONG_TERM_MEMORY_EMBEDDING_MODEL is not set (LONG_TERM_MEMORY_ENABLED=true needs it)")
+        if self.extraction_url and not self.extraction_url.startswith(("http://", "https://")):
+            raise ValueError("LONG_TERM_MEMORY_EXTRACTION_URL must be an http(s) base URL")
+        return self
+
+
 class AgentSettings(_Settings):
     """``kaos-runtime agent``."""
 
@@ -341,6 +388,7 @@ class AgentSettings(_Settings):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    long_term: LongTermMemorySettings = Field(default_factory=LongTermMemorySettings)
     # Each entry a reply text, or {"content", "tool_calls"} (a native tool call; see core/mock_responses.py).
     mock_responses: Annotated[tuple[str | dict, ...] | None, NoDecode] = Field(None, validation_alias="DEBUG_MOCK_RESPONSES")
     max_body_bytes: int = Field(1024 * 1024, ge=1, validation_alias="MAX_REQUEST_BODY_BYTES")
@@ -415,6 +463,7 @@ class AgentSettings(_Settings):
         )
         return {"memory": MemorySettings.from_env(env), "context": ContextSettings.from_env(env), "budget": BudgetSettings.from_env(env),
                 "auth": AuthSettings.from_env(env), "approval": ApprovalSettings.from_env(env),
+                "long_term": LongTermMemorySettings.from_env(env),
                 "peers": peers, "mcp_servers": servers}
 
 

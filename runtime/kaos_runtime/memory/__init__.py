@@ -48,6 +48,8 @@ EVENT_TYPES = (
     "approval_expired",
     # A summary of older turns (context/compaction.py): metadata.replaces lists the event ids it stands for.
     "context_compacted",
+    "memory_recalled",
+    "memory_stored",
 )
 # The events that make up the conversation given back to the model for a continued session.
 TURN_ROLES = {"user_message": "user", "task_delegation_received": "user", "agent_response": "assistant"}

@@ -19,6 +19,7 @@ from ..core.metrics import MeteredMemory, MeteredModel, MeteredPeers, MeteredToo
 from ..core.principal import Access
 from ..core.settings import AgentSettings
 from ..core.telemetry import Telemetry
+from ..long_term import MemoryTools, RememberingAgent, create_long_term
 from ..loop.agent import Agent
 from ..memory import create_memory
 from ..memory.ownership import Sessions
@@ -48,6 +49,10 @@ class Runtime:
             self.model = MeteredModel(self.model, self.metrics, config.model_name)
             self.tools = MeteredTools(self.tools, self.metrics)
             self.peers = MeteredPeers(self.peers, self.metrics)
+        # LONG_TERM_MEMORY_*: memories across sessions, the remember/recall tools (None when off).
+        self.long_term = create_long_term(config)
+        if self.long_term is not None:
+            self.tools = MemoryTools(self.tools, self.long_term, self.memory)
         self.budget = create_budget(config.budget, config.name, config.memory,
                                     self.metrics.budget_rejected if self.metrics is not None else None, self.memory)
         self.model = BudgetedModel(self.model, self.budget)  # checked before each model call
@@ -62,14 +67,19 @@ class Runtime:
                                       self.metrics.approval if self.metrics is not None else None,
                                       access=self.access, audit=self.audit)
         self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals)
+        if self.long_term is not None:
+            self.agent = RememberingAgent(self.agent, self.long_term, self.memory)
         self.ready = False
         self.waiting_for = ["startup"]
         self._startup: asyncio.Task | None = None
         self._resumer: asyncio.Task | None = None
         self._resumed: set[asyncio.Task] = set()
+        self._sweeper: asyncio.Task | None = None
 
     def start(self) -> None:
         self._startup = asyncio.create_task(self._prepare())
+        if self.long_term is not None:
+            self._sweeper = asyncio.create_task(self.long_term.keep_sweeping())
         if self.approvals.store.durable and self.approvals.policy.enabled:
             self._resumer = asyncio.create_task(self._resume_orphaned_runs())
 
@@ -121,7 +131,7 @@ class Runtime:
 
     async def stop(self) -> None:
         self.approvals.interrupt()
-        for task in (self._startup, self._resumer, *self._resumed):
+        for task in (self._startup, self._resumer, self._sweeper, *self._resumed):
             if task is not None:
                 task.cancel()
         await asyncio.gather(*self._resumed, return_exceptions=True)
@@ -132,6 +142,8 @@ class Runtime:
         await self.model.close()
         await self.agent.context.close()
         await self.http.close()
+        if self.long_term is not None:
+            await self.long_term.close()
         await self.memory.close()
         await self.budget.close()
         self.telemetry.shutdown()

@@ -27,6 +27,9 @@ def router(runtime: Runtime) -> APIRouter:
             "model_client_loaded": runtime.model.loaded,
             "tools_discovered": runtime.tools.complete,
             "peers_discovered": runtime.peers.complete,
+            # ok | degraded (the agent answers without it; the MemoryStore's MemoryDegraded) | off
+            "long_term_memory": runtime.long_term.status() if runtime.long_term is not None else {"enabled": False,
+                                                                                                   "status": "off"},
         })
 
     routes.add_route("/health", health, methods=["GET"])
