@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait
-from tests.support.hydra import Hydra, hydra_binary
+from tests.support.hydra import running_hydra
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
               pytest.mark.skipif(BACKEND == "cluster", reason="the issuer runs on this machine's loopback")]
@@ -22,12 +22,8 @@ AUDIENCE = "kaos-e2e"
 
 @pytest.fixture(scope="module")
 def hydra(tmp_path_factory):
-    binary = hydra_binary()
-    if binary is None:
-        pytest.fail("Ory Hydra is missing: run scripts/setup-identity (scripts/setup-test runs it)")
-    issuer = Hydra(binary, tmp_path_factory.mktemp("hydra"))
-    yield issuer
-    issuer.stop()
+    with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
+        yield issuer
 
 
 @pytest.fixture(scope="module")

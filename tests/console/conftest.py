@@ -149,6 +149,21 @@ def page(browser, kaos_up):
         yield page
 
 
+@pytest.fixture
+def console_page(browser, console):
+    """A page of the test module's own served console (its ``console`` fixture: url, proxy)."""
+    with opened_page(browser, console[0]) as page:
+        yield page
+
+
+def overview_row(page, resource: str) -> tuple[str | None, list[str]]:
+    """The overview's row of ``Kind/namespace/name``: its data-state and its cells' texts."""
+    page.goto("/")
+    row = page.locator(f'tr[data-resource="{resource}"]')
+    row.wait_for()
+    return row.get_attribute("data-state"), row.locator("td, th").all_inner_texts()
+
+
 def attribute(page, selector: str, name: str) -> str | None:
     """An attribute of the first match, or None while nothing matches (never waits)."""
     element = page.query_selector(selector)

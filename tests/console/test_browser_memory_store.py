@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from kaos.console import Console, LocalCatalog
-from tests.console.conftest import console_served, opened_page
+from tests.console.conftest import console_served, overview_row
 from tests.console.test_server import resource
 from tests.support.polling import wait_until
 
@@ -80,17 +80,13 @@ def console():
 
 
 @pytest.fixture
-def page(browser, console):
-    with opened_page(browser, console[0]) as page:
-        yield page
+def page(console_page):
+    return console_page
 
 
 def test_the_overview_lists_a_degraded_store(page, screenshots):
-    page.goto("/")
-    row = page.locator('tr[data-resource="MemoryStore/team/facts"]')
-    row.wait_for()
-    assert row.get_attribute("data-state") == "down"
-    cells = row.locator("td, th").all_inner_texts()
+    state, cells = overview_row(page, "MemoryStore/team/facts")
+    assert state == "down"
     assert cells[0] == "MemoryStore" and cells[1] == "facts" and "Degraded" in cells[2]
     assert cells[5] == "local store, scope user; embeddings from embedder/minilm"
     assert cells[6].startswith("embedder: http://127.0.0.1:4000/v1/embeddings did not answer")

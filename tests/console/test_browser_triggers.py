@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from kaos.console import Console, LocalCatalog
-from tests.console.conftest import console_served, opened_page
+from tests.console.conftest import console_served, overview_row
 from tests.console.test_server import resource
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,17 +64,13 @@ def console():
 
 
 @pytest.fixture
-def page(browser, console):
-    with opened_page(browser, console[0]) as page:
-        yield page
+def page(console_page):
+    return console_page
 
 
 def test_the_overview_lists_a_trigger_with_its_schedule_and_last_outcome(page, screenshots):
-    page.goto("/")
-    row = page.locator('tr[data-resource="Trigger/team/nightly"]')
-    row.wait_for()
-    assert row.get_attribute("data-state") == "ready"
-    cells = row.locator("td, th").all_inner_texts()
+    state, cells = overview_row(page, "Trigger/team/nightly")
+    assert state == "ready"
     assert cells[0] == "Trigger" and cells[1] == "nightly" and "Ready" in cells[2]
     assert "schedule 0 2 * * * (Europe/Paris) → agent reporter" in cells[5] and "last run TimedOut" in cells[5]
     assert "next run" in cells[5]

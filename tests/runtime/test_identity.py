@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kaos.local.ports import free_port
-from tests.support.hydra import Hydra, hydra_binary
+from tests.support.hydra import Hydra, hydra_binary, running_hydra
 from tests.support.polling import wait_until
 
 from .approval_support import call, decide, gated_env, native, pending
@@ -26,12 +26,8 @@ def bearer(token: str) -> dict:
 
 @pytest.fixture(scope="module")
 def hydra(tmp_path_factory):
-    binary = hydra_binary()
-    if binary is None:
-        pytest.fail("Ory Hydra is missing: run scripts/setup-identity (scripts/setup-test runs it)")
-    issuer = Hydra(binary, tmp_path_factory.mktemp("hydra"))
-    yield issuer
-    issuer.stop()
+    with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
+        yield issuer
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,14 @@ import os
 import secrets
 import shutil
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
@@ -152,3 +155,16 @@ class Hydra:
                              params={f"{step}_challenge": challenge}, json=body, timeout=TIMEOUT)
         assert accepted.status_code == 200, accepted.text
         return accepted.json()["redirect_to"]
+
+
+@contextmanager
+def running_hydra(directory: Path) -> Iterator[Hydra]:
+    """An issuer for a test module; the test fails (not skips) when Hydra was not built."""
+    binary = hydra_binary()
+    if binary is None:
+        pytest.fail("Ory Hydra is missing: run scripts/setup-identity (scripts/setup-test runs it)")
+    issuer = Hydra(binary, directory)
+    try:
+        yield issuer
+    finally:
+        issuer.stop()
