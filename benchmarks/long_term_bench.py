@@ -46,9 +46,9 @@ sys.path.insert(0, os.path.join(ROOT, "runtime"))
 sys.path.insert(0, os.path.join(ROOT, "operator"))
 
 from benchmarks.runtime_bench import percentile, rss_mib, start_agent  # noqa: E402
+from kaos_runtime.long_term import create_store  # noqa: E402
 from kaos_runtime.long_term.embedder import Embedder  # noqa: E402
 from kaos_runtime.long_term.records import NewMemory  # noqa: E402
-from kaos_runtime.long_term.store import create_store  # noqa: E402
 from tests.support.postgres_server import PostgresServer  # noqa: E402
 from tests.support.processes import spawn, wait_until_ok  # noqa: E402
 

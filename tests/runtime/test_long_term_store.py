@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from kaos_runtime.long_term import create_store
 from kaos_runtime.long_term.pg_store import PgVectorStore
 from kaos_runtime.long_term.records import NewMemory, table_name
 from kaos_runtime.long_term.sqlite_store import SqliteVecStore, packed
-from kaos_runtime.long_term.store import StoreUnavailable, create_store
+from kaos_runtime.long_term.store import StoreUnavailable
 from tests.support.polling import wait_until
 from tests.support.postgres_server import PostgresServer
 

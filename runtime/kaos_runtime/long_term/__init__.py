@@ -3,7 +3,7 @@
 resource sets).
 
 - ``records``: what a memory is, whose it is (the scope), the table a collection gets (pure);
-- ``store``: the vector store's interface; ``pg_store`` (PostgreSQL + pgvector) and
+- ``store``: the vector store's interface (``create_store`` here picks the backend); ``pg_store`` (PostgreSQL + pgvector) and
   ``sqlite_store`` (SQLite + sqlite-vec, embedded) its backends;
 - ``embedder``: the client of a ModelAPI's ``/v1/embeddings``; ``extraction``: the durable facts
   of a turn;
@@ -17,8 +17,19 @@ from ..core.settings import AgentSettings
 from .embedder import Embedder
 from .extraction import Extractor
 from .service import LongTermMemory, LongTermUnavailable
-from .store import create_store
+from .store import VectorStore
 from .turn import MemoryTools, RememberingAgent
+
+
+def create_store(url: str, collection: str, timeout: float) -> VectorStore:
+    """The backend the URL's scheme names (each imported only when asked for)."""
+    if url.startswith("sqlite:///"):
+        from .sqlite_store import SqliteVecStore
+
+        return SqliteVecStore(url.removeprefix("sqlite://"), collection, timeout)
+    from .pg_store import PgVectorStore
+
+    return PgVectorStore(url, collection, timeout)
 
 
 def create_long_term(config: AgentSettings) -> LongTermMemory | None:
@@ -41,4 +52,4 @@ def create_long_term(config: AgentSettings) -> LongTermMemory | None:
         store_url=url)
 
 
-__all__ = ["LongTermMemory", "LongTermUnavailable", "MemoryTools", "RememberingAgent", "create_long_term"]
+__all__ = ["LongTermMemory", "LongTermUnavailable", "MemoryTools", "RememberingAgent", "create_long_term", "create_store"]

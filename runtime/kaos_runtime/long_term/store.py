@@ -56,17 +56,6 @@ class VectorStore(ABC):
         """Release connections."""
 
 
-def create_store(url: str, collection: str, timeout: float) -> VectorStore:
-    """The backend the URL's scheme names (each imported only when asked for)."""
-    if url.startswith("sqlite:///"):
-        from .sqlite_store import SqliteVecStore
-
-        return SqliteVecStore(url.removeprefix("sqlite://"), collection, timeout)
-    from .pg_store import PgVectorStore
-
-    return PgVectorStore(url, collection, timeout)
-
-
 def redacted(url: str) -> str:
     """A store URL without its password, for messages and logs."""
     scheme, sep, rest = url.partition("://")
