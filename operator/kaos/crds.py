@@ -87,8 +87,14 @@ def _rules_of(schema: dict, path: str = "") -> Iterator[tuple[str, dict]]:
         yield from _rules_of(sub, _join(path, key))
 
 
-def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
-    """The resource with its schema defaults applied; raises ValidationError if the CRD rejects it."""
+def validate(resource: dict, crd_dir: str | os.PathLike | None = None, *, unknown_fields: bool = False) -> dict:
+    """The resource with its schema defaults applied; raises ValidationError if the CRD rejects it.
+
+    ``unknown_fields``: fields these CRDs do not know are let through. The operator in a cluster
+    passes it: there the API server has already checked the resource against the installed CRD,
+    which an upgrade (or a rollback of the operator alone) can make newer than the operator's
+    copy, and a field the operator does not know must not fail a resource. ``kaos up`` has no
+    API server, so it checks strictly as kubectl does."""
     crd_dir = Path(crd_dir) if crd_dir else default_crd_dir()
     schemas = _load_schemas(crd_dir)
     kind = resource.get("kind") if isinstance(resource, dict) else None
@@ -106,7 +112,7 @@ def validate(resource: dict, crd_dir: str | os.PathLike | None = None) -> dict:
     schema = schemas[kind]
     apply_defaults(schema, result)
     problems = name_problems(kind, metadata.get("namespace"), metadata.get("name"))
-    validator = _validators(crd_dir)[kind]
+    validator = _validators(crd_dir, not unknown_fields)[kind]
     for error in sorted(validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path]):
         problems.append(_describe(error))
     if not problems:  # the API server too evaluates rules only on an object its schema accepts
@@ -147,8 +153,9 @@ def _broken_rules(schema: dict, value: Any, path: str = "") -> Iterator[str]:
 
 
 @functools.cache
-def _validators(crd_dir: Path) -> dict[str, jsonschema.Draft7Validator]:
-    return {kind: jsonschema.Draft7Validator(_strict(schema)) for kind, schema in _load_schemas(crd_dir).items()}
+def _validators(crd_dir: Path, strict: bool = True) -> dict[str, jsonschema.Draft7Validator]:
+    return {kind: jsonschema.Draft7Validator(_strict(schema) if strict else schema)
+            for kind, schema in _load_schemas(crd_dir).items()}
 
 
 def _strict(schema: dict) -> dict:

@@ -6,14 +6,17 @@ import copy
 import logging
 
 import kopf
+import pytest
 
+from kaos import crds
 from kaos.api import API_VERSION, FINALIZER, MODELAPI
 from kaos.backoff import Backoff
 from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.operator.handlers import LAST_HANDLED, on_change, on_resync
-from kaos.operator.reconciler import OperatorState
-from kaos.reconcile import Ref
+from kaos.operator.reconciler import OperatorState, plan_for
+from kaos.operator.world import World
+from kaos.reconcile import DEPLOY, Ref
 from kaos.settings import Settings
 
 LOGGER = logging.getLogger("test")
@@ -213,3 +216,16 @@ async def test_a_created_resource_gets_one_helm_run_not_a_status_check_first():
     assert calls == ["apply"]
     await on_resync(body=copy.deepcopy(LLM), patch=kopf.Patch(), memo=memo, logger=LOGGER, **indices)
     assert calls == ["apply"], "the status pass ran helm again for the same generation"
+
+
+def test_a_field_newer_than_the_operators_crds_does_not_fail_the_resource():
+    """In a cluster the API server has checked a resource against the installed CRD, which a
+    platform upgrade makes newer than the operator's copy (tests/realcluster/test_upgrade.py):
+    the operator lets a field it does not know through; `kaos up`, with no API server, still
+    refuses it as kubectl's strict validation does."""
+    newer = copy.deepcopy(LLM)
+    newer["spec"]["owner"] = "team-a"
+    _, planned = plan_for(newer, World({}, {}, {}, {}), Settings())
+    assert planned.phase == DEPLOY and planned.values is not None, planned.message
+    with pytest.raises(crds.ValidationError, match="spec.owner: unknown field"):
+        crds.validate(newer)

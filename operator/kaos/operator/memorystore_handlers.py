@@ -84,7 +84,7 @@ async def on_memory_store_tick(body, patch, memo, **kwargs) -> None:
     resource = {**body, "kind": MEMORYSTORE_NAMES.kind}
     ref = ref_of(resource)
     try:
-        resource = crds.validate(dict(resource), settings.crd_dir)
+        resource = crds.validate(dict(resource), settings.crd_dir, unknown_fields=True)
     except (crds.ValidationError, OSError) as invalid:
         resolution = Resolution(FAILED, f"{ref}: {invalid}")
     else:

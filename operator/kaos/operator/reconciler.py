@@ -144,7 +144,7 @@ def plan_for(resource: Mapping[str, Any], world: World, settings: Settings) -> t
     """The resource with its CRD defaults, and its plan against what the world holds now."""
     ref = ref_of(resource)
     try:
-        resource = crds.validate(dict(resource), settings.crd_dir)
+        resource = crds.validate(dict(resource), settings.crd_dir, unknown_fields=True)
     except crds.ValidationError as invalid:
         return dict(resource), failed_plan(ref, str(invalid))
     except OSError as error:
