@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kaos.api import API_VERSION
+from kaos.api import API_VERSION, SERVED_PLURALS
 from tests.cluster.platform import (
     HELM3,
     NAMESPACE,
@@ -20,7 +20,7 @@ from tests.cluster.platform import (
 )
 from tests.support.polling import wait_until
 
-KAOS_CRDS = ("agents.kaos.tools", "modelapis.kaos.tools", "mcpservers.kaos.tools", "triggers.kaos.tools")
+KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in SERVED_PLURALS.values())
 
 
 def _condition(obj: dict, kind: str) -> str | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from kaos.api import PLURALS, TRIGGER_NAMES
+from kaos.api import SERVED_PLURALS
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.platform import NAMESPACE, RELEASE, deployment_available, helm, operator_deployment
 from tests.support.polling import wait_until
 
-KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in (*PLURALS.values(), TRIGGER_NAMES.plural))
+KAOS_CRDS = tuple(f"{plural}.kaos.tools" for plural in SERVED_PLURALS.values())
 
 
 def crd(plane: ControlPlane, name: str) -> dict | None:

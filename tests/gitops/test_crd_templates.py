@@ -18,7 +18,8 @@ def crds(values: dict | None = None) -> dict[str, dict]:
 
 def test_the_chart_has_no_crds_folder_helm_would_never_upgrade():
     assert not (CHARTS / "kaos" / "crds").exists()
-    assert sorted(SOURCES) == ["agents.kaos.tools", "mcpservers.kaos.tools", "modelapis.kaos.tools", "triggers.kaos.tools"]
+    assert sorted(SOURCES) == ["agents.kaos.tools", "mcpservers.kaos.tools", "memorystores.kaos.tools", "modelapis.kaos.tools",
+                             "triggers.kaos.tools"]
 
 
 def test_each_crd_renders_as_its_source_plus_the_keep_annotation():
