@@ -29,7 +29,34 @@ def postgres_bin() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or spec.origin is None:
         pytest.fail("pgserver (PostgreSQL with pgvector) is not installed: run scripts/setup-test")
-    return Path(spec.origin).parent / "pginstall" / "bin"
+    install = Path(spec.origin).parent / "pginstall"
+    return (install if os.geteuid() != 0 or _open_to_others(install) else _copy_open_to_others(install)) / "bin"
+
+
+def _open_to_others(path: Path) -> bool:
+    """Whether another user (``nobody``) can reach ``path``: every folder above it searchable."""
+    return all(folder.stat().st_mode & 0o001 for folder in (path, *path.parents))
+
+
+def _copy_open_to_others(install: Path) -> Path:
+    """A copy of the install that ``nobody`` can run, kept in /var/tmp per install (a clone made
+    with ``mktemp -d``, mode 0700, holds its venv where ``nobody`` cannot reach it). The binaries
+    find their libraries at ``$ORIGIN/../../../pgserver.libs`` (the wheel's RPATH): the copy keeps
+    that layout."""
+    site = install.parent.parent
+    key = f"{install.stat().st_ino}-{int(install.stat().st_mtime)}"
+    copy = Path("/var/tmp") / f"kaos-pgserver-{key}"
+    if not (copy / "pgserver" / "pginstall" / "bin" / "postgres").exists():
+        partial = Path(tempfile.mkdtemp(prefix="kaos-pgserver-", dir="/var/tmp"))
+        shutil.copytree(install, partial / "pgserver" / "pginstall", symlinks=True)
+        shutil.copytree(site / "pgserver.libs", partial / "pgserver.libs", symlinks=True)
+        for folder in (partial, partial / "pgserver"):
+            folder.chmod(0o755)
+        try:
+            partial.rename(copy)
+        except OSError:  # another test session made it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return copy / "pgserver" / "pginstall"
 
 
 class PostgresServer:
