@@ -12,6 +12,7 @@ wait between attempts, so the test knows it started in the retry window."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from urllib.parse import urlsplit
 
 import pytest
@@ -185,3 +186,37 @@ async def test_a_delegation_whose_connection_dropped_after_it_was_sent_is_not_se
             await http.close()
         assert proxy.dropped == 1
     assert events(worker, event_type="user_message")["total"] == 1  # the peer ran it, once
+
+
+async def test_a_delegation_whose_connect_is_never_answered_fails_as_unsent_not_after_the_peer_timeout():
+    """A peer address that swallows the connect (a listening socket whose backlog is full: the
+    kernel drops further SYNs, as a vanished pod's address does) is given up after the connect
+    timeout, counted as unsent and tried again, never held for PEER_TIMEOUT_SECONDS (here 600 s:
+    the test's own timeout would end it first)."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        queued = []
+        while len(queued) < 8:  # until the kernel stops answering connects: the backlog is full
+            try:
+                queued.append(socket.create_connection(("127.0.0.1", port), timeout=0.5))
+            except TimeoutError:
+                break
+        assert len(queued) < 8, "the backlog never filled"
+        pauses: list[float] = []
+
+        async def pause(seconds: float) -> None:
+            pauses.append(seconds)
+
+        http = HttpClient(connect_timeout=0.2)
+        base = f"http://127.0.0.1:{port}"
+        peers = PeerDirectory((Peer("worker", base + "/.well-known/agent", base),), http, 600, pause=pause)
+        try:
+            with pytest.raises(DelegationError, match=f"cannot reach agent worker at {base}"):
+                await peers.delegate(peers.get("worker"), TASK, 1, "lead")
+        finally:
+            await http.close()
+            for connection in queued:
+                connection.close()
+    assert pauses == list(RETRY_DELAYS)
