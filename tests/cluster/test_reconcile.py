@@ -83,9 +83,11 @@ def test_quickstart_becomes_ready_with_one_release_per_resource(cluster, operato
     finally:
         recorder.close()
 
+    # Status is first written once the release exists (docs/operator.md, "Scale and cost"): on
+    # kwok its Deployment may be Available by then, so the first phase seen may be Ready already.
     for item in resources:
         phases = recorder.phases.get((item["kind"], item["metadata"]["name"]), [])
-        assert phases[-1] == "Ready" and phases[0] in ("Pending", "Waiting"), (item["metadata"]["name"], phases)
+        assert phases[-1] == "Ready" and set(phases) <= {"Pending", "Waiting", "Ready"}, (item["metadata"]["name"], phases)
 
     assert releases(cluster, namespace) == {
         "modelapi-llm": 1, "mcpserver-tools": 1, "agent-worker": 1, "agent-coordinator": 1}
