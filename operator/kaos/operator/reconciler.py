@@ -8,7 +8,9 @@ differs (its values or the objects the chart renders now), a resource just creat
 (it has no release to compare with: one helm run, not two); the status pass also waits out
 the backoff after a helm failure, while a change handler (a kopf retry, or the user's edit)
 tries at once. At most ``helm_concurrency`` helm processes run at once (kaos.operator.wakeups);
-a change to a release applied before goes ahead of first installs.
+a change to a release applied before goes ahead of first installs. A release whose Deployment
+vanished is applied again; so is one with an object deleted or edited by hand (a suspect of
+kaos.operator.drift, compared with helm's manifest of the release first).
 
 The resource's own part of the fingerprint is its uid and generation (what the plan reads),
 not its resourceVersion, which every status and kopf annotation write changes.
@@ -202,6 +204,8 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
             elif record.suspects and await _drift_found(ref, record, current, state, logger):
                 record.applied, repair = _GONE, True
             failure = await _converge_release(ref, record, current, state, logger, force or vanished or repair)
+        else:
+            record.suspects.clear()  # nothing deployed is kept up (Waiting, Failed): nothing to repair
         record.outcome = Outcome(inputs, resource, current, failure)
         reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
         return record.outcome
