@@ -105,7 +105,8 @@ class Helm:
         return [document for document in documents if document]
 
     async def apply(self, chart_name: str, release: str, namespace: str, values: dict) -> int:
-        """``helm upgrade --install`` without --wait or rollback; returns the revision number.
+        """``helm upgrade --install`` without --wait or rollback (with Helm 4, forcing conflicts:
+        ``_server_side``); returns the revision number.
 
         A release left pending by an interrupted operation is first taken over
         (:meth:`finish_interrupted`), else helm would refuse every upgrade of it."""
@@ -114,6 +115,7 @@ class Helm:
         def upgrade():
             return self._call(self.client.install_or_upgrade_release(
                 release, chart, values, namespace=namespace, atomic=False, wait=False, create_namespace=False,
+                force_conflicts=self._server_side,
             ), f"upgrade --install {release}")
 
         try:
@@ -126,6 +128,14 @@ class Helm:
                                 f"{self.stale_after:g} s old, as interrupted)", error.command) from None
             revision = await upgrade()
         return revision.revision
+
+    @property
+    def _server_side(self) -> bool:
+        """Helm 4 applies server-side: a field someone edited by hand is then theirs, and an
+        upgrade that sets it again conflicts. The operator owns its releases' objects, so its
+        upgrades force such conflicts (``--force-conflicts``), taking the field back as Helm 3's
+        three-way merge does. (pyhelm3 turns the flag into ``--force``, a replace, for Helm 3.)"""
+        return self.client.version.major >= 4
 
     async def finish_interrupted(self, release: str, namespace: str) -> bool:
         """Ends the pending operation of a release whose helm process died (with the operator's
@@ -163,6 +173,14 @@ class Helm:
         if _as_json(deployed) != _as_json(await self.render(chart_name, release, namespace, values)):
             return None
         return current.revision
+
+    async def manifest(self, release: str, namespace: str) -> list[dict]:
+        """The objects of the release's current revision (``helm status``, which holds its
+        manifest: one helm process); none when there is no such release."""
+        current = await self._current_revision(release, namespace)
+        if current is None:
+            return []
+        return [obj for obj in await self._call(current.resources(), f"status {release}") if obj]
 
     async def _current_revision(self, release: str, namespace: str):
         """``helm status``: the release's last revision, None when there is no such release."""

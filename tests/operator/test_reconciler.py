@@ -13,7 +13,7 @@ from kaos.api import API_VERSION, FINALIZER, MODELAPI
 from kaos.backoff import Backoff
 from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
-from kaos.operator.handlers import LAST_HANDLED, on_change, on_resync
+from kaos.operator.handlers import LAST_HANDLED, on_change, on_rendered_event, on_resync
 from kaos.operator.reconciler import OperatorState, plan_for
 from kaos.operator.world import World
 from kaos.reconcile import DEPLOY, Ref
@@ -229,3 +229,53 @@ def test_a_field_newer_than_the_operators_crds_does_not_fail_the_resource():
     assert planned.phase == DEPLOY and planned.values is not None, planned.message
     with pytest.raises(crds.ValidationError, match="spec.owner: unknown field"):
         crds.validate(newer)
+
+
+async def test_an_object_of_the_release_deleted_or_edited_by_hand_is_compared_with_the_manifest_once():
+    """A watch event of an object of the release (kaos.operator.drift): helm's own write wakes
+    nothing; a deletion or a hand edit costs one read of the manifest, and an apply only when the
+    object lacks something of it; the apply's own events start nothing again."""
+    applied, manifests = [], []
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "modelapi-llm", "namespace": "team", "labels": {
+        "app.kubernetes.io/name": "modelapi", "kaos.tools/modelapi": "llm"}}, "spec": {"type": "ClusterIP"}}
+
+    class Backend:
+        async def deployed_revision(self, chart, release, namespace, values):
+            return None
+
+        async def apply(self, chart, release, namespace, values):
+            applied.append(release)
+            return len(applied)
+
+        async def manifest(self, release, namespace):
+            manifests.append(release)
+            return [service]
+
+    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
+    memo = kopf.Memo()
+    memo.kaos = state
+    indices = {"agent_index": {}, "modelapi_index": {LLM_REF: [LLM]}, "mcpserver_index": {},
+               "deployment_index": {LLM_REF: [(1, 1)]}}
+    run = call(state, indices["deployment_index"])
+    ready = await run(on_resync, copy.deepcopy(LLM))
+    assert applied == ["modelapi-llm"]
+
+    def written(manager: str, second: int, spec: dict) -> dict:
+        return {**service, "spec": spec, "metadata": {**service["metadata"], "managedFields": [
+            {"manager": "helm", "time": "2026-01-01T00:00:01Z"},
+            {"manager": manager, "time": f"2026-01-01T00:00:0{second}Z"}]}}
+
+    async def event(kind: str, body: dict) -> None:
+        await on_rendered_event(body=body, type=kind, memo=memo, logger=LOGGER, **indices)
+        await run(on_resync, {**LLM, "status": ready})
+
+    await event("MODIFIED", written("helm", 1, {"type": "ClusterIP"}))  # helm's own write
+    assert (manifests, applied) == ([], ["modelapi-llm"])
+    await event("MODIFIED", written("kubectl-annotate", 2, {"type": "ClusterIP"}))  # a hand edit beside helm's fields
+    assert (manifests, applied) == (["modelapi-llm"], ["modelapi-llm"])
+    await event("MODIFIED", written("kubectl-edit", 3, {"type": "NodePort"}))  # a field helm set
+    assert (len(manifests), applied) == (2, ["modelapi-llm"] * 2)
+    await event("DELETED", written("kubectl-edit", 3, {"type": "NodePort"}))
+    assert (len(manifests), applied) == (3, ["modelapi-llm"] * 3)
+    await event("ADDED", written("helm", 4, {"type": "ClusterIP"}))  # the repair's own write
+    assert (len(manifests), applied) == (3, ["modelapi-llm"] * 3)

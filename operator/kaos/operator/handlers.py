@@ -22,10 +22,11 @@ from kaos.api import FINALIZER, GROUP, MEMORYSTORE, MEMORYSTORE_NAMES, PLURALS, 
 from kaos.backoff import Backoff
 from kaos.helm import Helm, HelmError
 from kaos.mcp_discovery import ToolDiscovery, discover_tools
+from kaos.operator.drift import RELEASE_LABELS, RENDERED_KINDS, object_key, suspect
 from kaos.operator.reconciler import OperatorState, converge, uninstall
 from kaos.operator.status import write_status
 from kaos.operator.wakeups import resync_period
-from kaos.operator.world import PART_OF_LABEL, World, deployment_key, indexed, replica_counts
+from kaos.operator.world import PART_OF_LABEL, World, deployment_key, indexed, plain, replica_counts
 from kaos.reconcile import AGENT, MCPSERVER, MODELAPI, ref_of
 from kaos.settings import Settings
 
@@ -47,11 +48,12 @@ def _resync_seconds() -> float:
 
 class QuietTimers(logging.Filter):
     """Drop kopf's "Timer ... succeeded." line (and its k8s Event) for every status pass, and its
-    "Handler 'wake' succeeded." for every watch event (an API request each)."""
+    "Handler 'wake' succeeded." and "Handler 'drift' succeeded." for every watch event (an API
+    request each)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not (message.endswith(" succeeded.") and message.startswith(("Timer ", "Handler 'wake'")))
+        return not (message.endswith(" succeeded.") and message.startswith(("Timer ", "Handler 'wake'", "Handler 'drift'")))
 
 
 @kopf.on.startup()
@@ -109,6 +111,26 @@ async def on_deployment_event(body, memo, **_) -> None:
     key = deployment_key(body)
     if key is not None:
         memo.kaos.wakeups.wake(key)
+
+
+async def on_rendered_event(body, type, memo, **kwargs) -> None:
+    """An object of a release (a Service, a NetworkPolicy, an HTTPRoute...) was deleted or
+    written: a suspect of drift when the deletion or the write was not helm's (kaos.operator.drift);
+    the owner's status pass compares it with helm's manifest. A suspect's later events keep its
+    copy current. The operator's own helm writes wake nothing."""
+    owner = deployment_key(body)
+    if owner is None or World.of(kwargs).get(owner) is None:  # not a resource's, or it is being deleted
+        return
+    record = memo.kaos.records.get(owner)
+    known = record is not None and object_key(body) in record.suspects
+    if not (known or suspect(type, body)):
+        return
+    memo.kaos.record(owner).suspects[object_key(body)] = None if type == "DELETED" else plain(body)
+    memo.kaos.wakeups.wake(owner)
+
+
+for _group, _version, _plural in RENDERED_KINDS:
+    kopf.on.event(_group, _version, _plural, labels=RELEASE_LABELS, id="drift")(on_rendered_event)
 
 
 def _world(kwargs) -> World:

@@ -8,7 +8,9 @@ differs (its values or the objects the chart renders now), a resource just creat
 (it has no release to compare with: one helm run, not two); the status pass also waits out
 the backoff after a helm failure, while a change handler (a kopf retry, or the user's edit)
 tries at once. At most ``helm_concurrency`` helm processes run at once (kaos.operator.wakeups);
-a change to a release applied before goes ahead of first installs.
+a change to a release applied before goes ahead of first installs. A release whose Deployment
+vanished is applied again; so is one with an object deleted or edited by hand (a suspect of
+kaos.operator.drift, compared with helm's manifest of the release first).
 
 The resource's own part of the fingerprint is its uid and generation (what the plan reads),
 not its resourceVersion, which every status and kopf annotation write changes.
@@ -27,6 +29,7 @@ from kaos.helm import HelmError
 from kaos.mcp_discovery import ToolDiscovery
 from kaos.metrics import reconciled, started
 from kaos.model_mirror import missing_message, parse_registry
+from kaos.operator.drift import ObjectKey, drifted
 from kaos.operator.wakeups import HelmGate, Wakeups
 from kaos.operator.world import World, plain
 from kaos.reconcile import (
@@ -99,6 +102,8 @@ class Record:
     applied: Any = _UNSET  # the values of the last successful helm run
     deployment_seen: bool = False  # the index has shown the release's Deployment since
     created: bool = False  # seen from its creation on by this process: no release of it to compare with
+    suspects: dict[ObjectKey, dict | None] = field(default_factory=dict)  # objects of its release deleted
+    # (None) or last written by someone but helm, as last seen: compared with helm's manifest next converge
 
     def saw_deployment(self, replicas: tuple[int | None, int | None]) -> None:
         """A status was written from these counts: a Deployment it reported is one the next
@@ -184,21 +189,46 @@ async def converge(body, *, world: World, state: OperatorState, logger, force: b
         inputs = fingerprint(body, world, needs)
         vanished = record.deployment_vanished(world.replicas(ref))
         last = record.outcome
-        if not force and not vanished and last is not None and last.inputs == inputs \
+        if not force and not vanished and not record.suspects and last is not None and last.inputs == inputs \
                 and not _retry_due(ref, last, state):
             return last
         since = started()
         resource, current = plan_for(plain(body), world, state.settings)
         record.created = record.created or created
         failure = None
+        repair = False
         if current.phase == DEPLOY:
             if vanished:
                 record.applied = _GONE
                 logger.warning(f"the Deployment of release {current.release} is gone; applying the release again")
-            failure = await _converge_release(ref, record, current, state, logger, force or vanished)
+            elif record.suspects and await _drift_found(ref, record, current, state, logger):
+                record.applied, repair = _GONE, True
+            failure = await _converge_release(ref, record, current, state, logger, force or vanished or repair)
+        else:
+            record.suspects.clear()  # nothing deployed is kept up (Waiting, Failed): nothing to repair
         record.outcome = Outcome(inputs, resource, current, failure)
         reconciled(ref.kind, record.outcome.status(*world.replicas(ref))["phase"], since)
         return record.outcome
+
+
+async def _drift_found(ref: Ref, record: Record, current: Plan, state: OperatorState, logger) -> bool:
+    """Do the suspects (objects of the release deleted, or written by someone but helm) lack
+    something of helm's manifest of the release? One helm process (``helm status``); the suspects are
+    taken (an apply already due, after a vanished Deployment, repairs them too)."""
+    suspects, record.suspects = record.suspects, {}
+    if record.applied is _GONE:
+        return False
+    try:
+        async with state.gate.slot(urgent=True):
+            manifest = await state.backend.manifest(current.release, ref.namespace)
+    except Exception as error:  # helm's trouble: applying again is what a repair would do anyway
+        logger.warning(f"release {current.release}: cannot read its manifest ({error}); applying it again")
+        return True
+    found = drifted(manifest, suspects)
+    if found:
+        changes = "; ".join(f"{kind} {name}: {', '.join(paths)}" for (kind, name), paths in sorted(found.items()))
+        logger.warning(f"release {current.release} drifted ({changes}); applying the release again")
+    return bool(found)
 
 
 def _retry_due(ref: Ref, outcome: Outcome, state: OperatorState) -> bool:
