@@ -57,6 +57,7 @@ class LoopRequest:
     # The principal the run acts for (core/principal.py, its text): an approval's requester, and
     # whom a delegation acts for at the peer.
     caller: str = "anonymous"
+    caller_groups: frozenset[str] = frozenset()  # its groups, which a delegation's assertion carries
 
 
 @dataclass
@@ -97,14 +98,15 @@ class RunState:
 
     def snapshot(self, step: int, reply: ModelReply) -> dict:
         """What the journal keeps of a step that waits (JSON)."""
-        request = asdict(self.request)
+        request = {**asdict(self.request), "caller_groups": sorted(self.request.caller_groups)}
         return {"request": request, "conversation": self.conversation, "messages": self.messages[1:], "step": step,
                 "usage": self.answer.usage,
                 "reply": {"content": reply.content, "tool_calls": [call.message() for call in reply.tool_calls]}}
 
     @classmethod
     def restored(cls, run_id: str, snapshot: dict, outcomes: dict[int, dict]) -> "RunState":
-        request = LoopRequest(**snapshot["request"])
+        request = LoopRequest(**{**snapshot["request"],
+                                 "caller_groups": frozenset(snapshot["request"].get("caller_groups") or ())})
         reply = snapshot["reply"]
         return cls(request=request, conversation=snapshot["conversation"], messages=[{}] + snapshot["messages"],
                    answer=Answer("", {**no_usage(), **snapshot["usage"]}), run_id=run_id,
@@ -381,7 +383,8 @@ class Agent:
                                  client=True) as span:
             try:
                 response = await self.peers.delegate(peer, messages, request.depth + 1, self.config.name,
-                                                     self.telemetry.inject({}), on_behalf_of=request.caller)
+                                                     self.telemetry.inject({}), on_behalf_of=request.caller,
+                                                     groups=request.caller_groups)
             except DelegationError as error:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "delegation_error",
