@@ -81,3 +81,39 @@ def test_a_group_grant_at_the_peer_admits_a_relayed_user_and_approvals_name_the_
     assert answer.result(timeout=60).json()["choices"][0]["message"]["content"] == "Done."
     trail = httpx.get(worker.url + "/audit", headers=bearer("tw-admin-key"), timeout=10).json()["events"]
     assert ("approval.approved", "user:alice via key:1") in [(event["action"], event["user"]) for event in trail]
+
+
+WHOAMI = '''
+def whoami() -> str:
+    """Who called this tool."""
+    who = caller()
+    return f"{who.user}|{','.join(sorted(who.groups))}|{who.text}"
+'''
+
+
+def tool_agent(start, model, hydra, tools, name: str, **extra):
+    return start("agent", name, agent_env(
+        name, model, MODEL_TOOL_CALLING="native", MCP_SERVERS="idtools",
+        MCP_SERVER_IDTOOLS_URL=tools.url + "/mcp", MCP_SERVER_IDTOOLS_TOKEN="it-agent-key",
+        AUTH_OIDC_ISSUER=hydra.issuer, AUTH_OIDC_AUDIENCE=AUDIENCE, **extra))
+
+
+def tool_result(agent, token: str, session: str) -> str:
+    events = httpx.get(agent.url + "/memory/events", params={"session_id": session}, headers=bearer(token),
+                       timeout=10).json()["events"]
+    [result] = [event["content"]["result"] for event in events if event["event_type"] == "tool_result"]
+    return result
+
+
+def test_an_mcp_server_that_asks_for_identity_tells_its_tool_who_called(start, mock_model, hydra, client):
+    tools = start("mcp", "idtools", {"MCP_TOOLS_STRING": WHOAMI, "MCP_SERVER_NAME": "idtools",
+                                     "AUTH_API_KEYS": "it-agent-key"})
+    forwarding = tool_agent(start, mock_model, hydra, tools, "travel-tools", MCP_SERVER_IDTOOLS_IDENTITY="forward")
+    silent = tool_agent(start, mock_model, hydra, tools, "travel-tools-silent")
+    alice = hydra.token(client, "alice", AUDIENCE)
+    for agent in (forwarding, silent):
+        mock_model.script(native(call("whoami")), "Told.")
+        assert chat(agent, "who am I?", session_id="whoami", headers=bearer(alice)).status_code == 200
+    assert tool_result(forwarding, alice, "whoami") == \
+        "user:alice|group:approvers,group:engineering|user:alice via key:1"
+    assert tool_result(silent, alice, "whoami") == "key:1||key:1"  # not asked: the agent's key only

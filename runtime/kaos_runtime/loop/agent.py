@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..approvals import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, Verdict, Where, new_run_id
 from ..clients.mcp_client import ToolCatalog, ToolError
+from ..clients.mcp_identity import calling_for
 from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from ..clients.peers import DelegationError, PeerDirectory
 from ..clients.tool_calls import calls_of
@@ -298,7 +299,8 @@ class Agent:
             where = Where(state.run_id, step, index, state.request.session_id, state.request.caller,
                           resumed=state.resumed_reply is not None and step == state.first_step,
                           watcher=state.watcher)
-            outcome = await self._act(action, state, where)
+            with calling_for(state.request.caller, state.request.caller_groups):  # whom MCP servers are told
+                outcome = await self._act(action, state, where)
             if journal:
                 await store.save_outcome(state.run_id, index, asdict(outcome))
             return outcome
