@@ -117,3 +117,26 @@ def test_an_mcp_server_that_asks_for_identity_tells_its_tool_who_called(start, m
     assert tool_result(forwarding, alice, "whoami") == \
         "user:alice|group:approvers,group:engineering|user:alice via key:1"
     assert tool_result(silent, alice, "whoami") == "key:1||key:1"  # not asked: the agent's key only
+
+
+def test_a_relayed_user_reaches_the_peers_mcp_tool(start, mock_model, hydra, client):
+    tools = start("mcp", "idtools-peer", {"MCP_TOOLS_STRING": WHOAMI, "MCP_SERVER_NAME": "idtools",
+                                          "AUTH_API_KEYS": "it-worker-key"})
+    worker = start("agent", "travel-tool-worker", agent_env(
+        "travel-tool-worker", mock_model, MODEL_TOOL_CALLING="native", MCP_SERVERS="idtools",
+        MCP_SERVER_IDTOOLS_URL=tools.url + "/mcp", MCP_SERVER_IDTOOLS_TOKEN="it-worker-key",
+        MCP_SERVER_IDTOOLS_IDENTITY="forward", AUTH_API_KEYS="ttw-coordinator-key", ACCESS_RULES=WORKER_RULES))
+    coordinator = start("agent", "travel-tool-coord", agent_env(
+        "travel-tool-coord", mock_model, MODEL_TOOL_CALLING="native", PEER_AGENTS="travel-tool-worker",
+        PEER_AGENT_TRAVEL_TOOL_WORKER_CARD_URL=worker.url + "/.well-known/agent",
+        AUTH_OIDC_ISSUER=hydra.issuer, AUTH_OIDC_AUDIENCE=AUDIENCE, AUTH_OUTBOUND_TOKEN="ttw-coordinator-key"))
+    bob = hydra.token(client, "bob", AUDIENCE)
+    mock_model.script(native(call("delegate", agent="travel-tool-worker", task="who am I?")),
+                      native(call("whoami")), "You are bob.", "Done.")
+    assert chat(coordinator, "ask", session_id="relayed-whoami", headers=bearer(bob)).status_code == 200
+    events = httpx.get(coordinator.url + "/memory/events", params={"session_id": "relayed-whoami"},
+                       headers=bearer(bob), timeout=10).json()["events"]
+    [response] = [event["content"]["response"] for event in events if event["event_type"] == "delegation_response"]
+    assert response == "You are bob."
+    # The worker's tool call went for bob, relayed by the coordinator's key and then the worker's.
+    assert "user:bob|group:engineering|user:bob via key:1 via key:1" in json.dumps(mock_model.requests())
