@@ -24,6 +24,8 @@ from kaos.settings import Settings, variable
 # Each CEL rule of the CRDs -> the same test in Python, on the object the rule sits on (with
 # defaults applied, as the API server evaluates it). A CRD rule missing here fails loading.
 RULES: dict[str, Callable[[dict], bool]] = {
+    "!has(self.identity) || self.identity != 'forward' || (!has(self.url) && has(self.auth) && has(self.auth.apiKeys))":
+        lambda spec: spec.get("identity") != "forward" or ("url" not in spec and "apiKeys" in (spec.get("auth") or {})),
     "!has(self.replicas) || !has(self.autoscaling)": lambda spec: not ("replicas" in spec and "autoscaling" in spec),
     "self.minReplicas <= self.maxReplicas": lambda scaling: scaling["minReplicas"] <= scaling["maxReplicas"],
     "has(self.cpuUtilization) != has(self.requestsInFlight)":

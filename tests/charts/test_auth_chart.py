@@ -68,3 +68,12 @@ def test_mcpserver_auth_env_by_secret_reference_and_only_for_python_string():
                                        "auth": auth})
     assert "only the python-string runtime enforces" in error
     assert "auth" in render_error("mcpserver", {"name": "tools", "auth": {"apiKeys": {"value": "sk-planted"}}})
+
+
+def test_an_mcp_server_that_asks_for_identity_is_told_by_name():
+    servers = [{"name": "id-tools", "url": "http://mcpserver-id-tools.team.svc.cluster.local:8000/mcp",
+                "identity": "forward"}, {"name": "web", "url": "http://mcpserver-web.team.svc.cluster.local:8000/mcp"}]
+    env = env_of(container(render("agent", {**BASE, "mcpServers": servers, "auth": AUTH})))
+    assert env["MCP_SERVER_ID_TOOLS_IDENTITY"] == "forward" and "MCP_SERVER_WEB_IDENTITY" not in env
+    served = env_of(container(render("mcpserver", {"name": "id-tools", "params": "x = 1"})))
+    assert served["MCP_SERVER_NAME"] == "id-tools"  # what the identity header is signed for

@@ -86,3 +86,27 @@ def test_an_agent_sends_no_credential_to_an_external_mcp_server():
                   endpoint_of).values
     assert values["mcpServers"] == [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"},
                                     {"name": "ext", "url": "https://tools.example/mcp", "external": True}]
+
+
+def test_an_mcpserver_that_asks_for_identity_is_told_so_in_the_agents_values():
+    asking = mcpserver("idtools", identity="forward", auth=KEYS)
+    values = plan(agent(mcp=["tools", "idtools"]), observed_of(modelapi(), mcpserver(), asking), Settings(),
+                  endpoint_of).values
+    assert values["mcpServers"] == [{"name": "tools", "url": "http://mcpserver-tools.team:8000/mcp"},
+                                    {"name": "idtools", "url": "http://mcpserver-idtools.team:8000/mcp",
+                                     "identity": "forward"}]
+
+
+def test_identity_forward_needs_a_server_kaos_deploys_with_api_keys():
+    import pytest
+
+    from kaos.crds import ValidationError, validate
+
+    def resource(**spec) -> dict:
+        return {"apiVersion": "kaos.tools/v1alpha1", "kind": "MCPServer", "metadata": {"name": "t", "namespace": "team"},
+                "spec": {"runtime": "python-string", "identity": "forward", **spec}}
+
+    for wrong in (resource(), resource(url="https://t.example/mcp", auth=KEYS)):
+        with pytest.raises(ValidationError, match="identity forward needs a server KAOS deploys with auth.apiKeys"):
+            validate(wrong)
+    assert validate(resource(auth=KEYS))["spec"]["identity"] == "forward"

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from tests.support.hydra import running_hydra
 from tests.support.processes import Service, spawn, wait_until_ok
 
 
@@ -99,3 +100,10 @@ def events(agent: Service, **params) -> dict:
     response = httpx.get(agent.url + "/memory/events", params=params, timeout=10)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+@pytest.fixture(scope="module")
+def hydra(tmp_path_factory):
+    """A real OpenID Connect issuer (Ory Hydra, tests/support/hydra.py) for one test module."""
+    with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
+        yield issuer

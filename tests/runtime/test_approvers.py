@@ -12,7 +12,8 @@ import uuid
 import httpx
 import pytest
 
-from kaos_runtime.core.principal import ON_BEHALF_HEADER, sign_on_behalf
+from kaos_runtime.core.on_behalf import HEADER as ON_BEHALF_HEADER
+from kaos_runtime.core.on_behalf import sign
 from tests.support.polling import wait_until
 
 from .approval_support import approvals, call, decide, gated_env, native, pending
@@ -117,11 +118,11 @@ def test_a_peer_trusts_only_an_on_behalf_of_signed_with_the_requests_own_credent
                          timeout=10).status_code == 200
 
     now = time.time()
-    signed = session_as("pw-coordinator-key", sign_on_behalf("key:7", "pw-coordinator-key", "pair-worker", now))
+    signed = session_as("pw-coordinator-key", sign("key:7", (), "pw-coordinator-key", "pair-worker", now))
     assert not readable("pw-coordinator-key", signed)  # the person's, "key:7 via key:1": not the key's own
-    for forged in (sign_on_behalf("key:7", "pw-coordinator-key", "pair-worker", now),  # signed with another key
-                   sign_on_behalf("key:7", "pw-direct-key", "other-agent", now),  # for another agent
-                   sign_on_behalf("key:7", "pw-direct-key", "pair-worker", now - 600),  # expired
+    for forged in (sign("key:7", (), "pw-coordinator-key", "pair-worker", now),  # signed with another key
+                   sign("key:7", (), "pw-direct-key", "other-agent", now),  # for another agent
+                   sign("key:7", (), "pw-direct-key", "pair-worker", now - 600),  # expired
                    "key:7"):  # unsigned
         assert readable("pw-direct-key", session_as("pw-direct-key", forged)), forged  # ignored: key:2's own
 

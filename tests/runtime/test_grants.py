@@ -51,8 +51,9 @@ def test_who_holds_which_grant():
     assert ACCESS.granted(BOB, "chat") and not ACCESS.granted(BOB, "read")
     assert ACCESS.granted(Principal("user:al%20ice", "user"), "approve")  # a user's name as element() writes it
     assert ACCESS.granted(Principal("key:1", "key"), "read") and not ACCESS.granted(Principal("key:1", "key"), "chat")
-    relayed = Principal("user:bob", "user", ("key:1",), frozenset({"group:eng"}))
-    assert not ACCESS.granted(relayed, "chat")  # groups count only for a user this agent authenticated
+    # A relayed user's groups (those a verified on-behalf-of assertion carried) count as a direct user's.
+    assert ACCESS.granted(Principal("user:bob", "user", ("key:1",), frozenset({"group:eng"})), "chat")
+    assert not ACCESS.granted(Principal("user:bob", "user", ("key:1",)), "chat")
     admin = Principal("user:root", "user", (), frozenset({"group:ops"}))
     assert ACCESS.is_admin(admin) and all(ACCESS.granted(admin, verb) for verb in ("chat", "read", "approve"))
     assert ACCESS.grant_refusal(BOB, ("read", "approve"), "ops") == (

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kaos.local.ports import free_port
-from tests.support.hydra import Hydra, hydra_binary, running_hydra
+from tests.support.hydra import Hydra, hydra_binary
 from tests.support.polling import wait_until
 
 from .approval_support import call, decide, gated_env, native, pending
@@ -22,12 +22,6 @@ AUDIENCE = "identity-agent"
 
 def bearer(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
-
-
-@pytest.fixture(scope="module")
-def hydra(tmp_path_factory):
-    with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
-        yield issuer
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,8 @@ import pytest
 
 from kaos.crds import load_schemas
 from kaos.settings import Settings
-from kaos_runtime.core.principal import (
-    ON_BEHALF_WINDOW_SECONDS,
-    Access,
-    Principal,
-    element,
-    entries,
-    parse,
-    relayed,
-    sign_on_behalf,
-    verify_on_behalf,
-)
+from kaos_runtime.core.on_behalf import WINDOW_SECONDS, Assertion, sign, verify
+from kaos_runtime.core.principal import Access, Principal, element, entries, parse, relayed
 from kaos_runtime.core.settings import AgentSettings, ConfigError
 
 NOW = 1_700_000_000.0
@@ -92,20 +83,36 @@ def test_deciding_needs_a_grant_and_is_never_the_requesters():
 
 
 def test_on_behalf_of_is_trusted_only_signed_for_this_agent_with_the_credential_and_recent():
-    value = sign_on_behalf("key:3 via key:5", KEY, "worker", NOW)
-    assert re.fullmatch(r"key:3 via key:5;t=1700000000;sig=[0-9a-f]{64}", value)
-    assert verify_on_behalf(value, KEY, "worker", NOW + ON_BEHALF_WINDOW_SECONDS) == "key:3 via key:5"
+    value = sign("key:3 via key:5", (), KEY, "worker", NOW)
+    assert re.fullmatch(r"key:3 via key:5;g=;t=1700000000;sig=[0-9a-f]{64}", value)
+    assert verify(value, KEY, "worker", NOW + WINDOW_SECONDS) == Assertion("key:3 via key:5")
     ignored = [
-        verify_on_behalf(value, "another-key", "worker", NOW),  # signed with another credential
-        verify_on_behalf(value, KEY, "other-agent", NOW),  # for another agent
-        verify_on_behalf(value, KEY, "worker", NOW + ON_BEHALF_WINDOW_SECONDS + 1),  # too old
-        verify_on_behalf(value, KEY, "worker", NOW - ON_BEHALF_WINDOW_SECONDS - 1),  # from the future
-        verify_on_behalf(value.replace("key:3", "key:4"), KEY, "worker", NOW),  # another person
-        verify_on_behalf(value.replace("t=1700000000", "t=1700000001"), KEY, "worker", NOW),
-        verify_on_behalf("key:3", KEY, "worker", NOW),  # unsigned
-        verify_on_behalf("key:3;t=1700000000;sig=", KEY, "worker", NOW),
-        verify_on_behalf(value, "", "worker", NOW),  # no credential: nothing to verify with
-        verify_on_behalf(sign_on_behalf("bob,key:1", KEY, "worker", NOW), KEY, "worker", NOW),  # not a principal
+        verify(value, "another-key", "worker", NOW),  # signed with another credential
+        verify(value, KEY, "other-agent", NOW),  # for another agent
+        verify(value, KEY, "worker", NOW + WINDOW_SECONDS + 1),  # too old
+        verify(value, KEY, "worker", NOW - WINDOW_SECONDS - 1),  # from the future
+        verify(value.replace("key:3", "key:4"), KEY, "worker", NOW),  # another person
+        verify(value.replace("t=1700000000", "t=1700000001"), KEY, "worker", NOW),
+        verify("key:3", KEY, "worker", NOW),  # unsigned
+        verify("key:3;g=;t=1700000000;sig=", KEY, "worker", NOW),
+        verify(value, "", "worker", NOW),  # no credential: nothing to verify with
+        verify(sign("bob,key:1", (), KEY, "worker", NOW), KEY, "worker", NOW),  # not a principal
     ]
     assert ignored == [None] * len(ignored)
     assert relayed("key:3 via key:5", "key:1", "key") == Principal("key:3", "key", ("key:5", "key:1"))
+
+
+def test_the_assertion_carries_the_groups_and_signs_them():
+    value = sign("user:alice", {"group:eng", "group:approvers"}, KEY, "worker", NOW)
+    assert value.startswith("user:alice;g=group:approvers,group:eng;t=1700000000;sig=")
+    assert verify(value, KEY, "worker", NOW) == Assertion("user:alice", frozenset({"group:eng", "group:approvers"}))
+    tampered = [
+        value.replace("g=group:approvers,group:eng", "g=group:approvers,group:eng,group:admins"),  # a group added
+        value.replace("g=group:approvers,group:eng", "g=group:eng"),  # one taken away
+        value.replace("g=group:approvers,group:eng", "g=group:approvers;group:eng"),  # not a list of groups
+        sign("user:alice", {"key:1"}, KEY, "worker", NOW),  # a "group" that is no group
+        sign("user:alice", {"group:" + "x" * 5000}, KEY, "worker", NOW),  # too long
+    ]
+    assert [verify(text, KEY, "worker", NOW) for text in tampered] == [None] * len(tampered)
+    assert relayed("user:alice", "key:1", "key", frozenset({"group:eng"})) == \
+        Principal("user:alice", "key", ("key:1",), frozenset({"group:eng"}))

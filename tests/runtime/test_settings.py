@@ -24,7 +24,10 @@ def test_peer_and_mcp_env_names():
         "MCP_SERVER_TOOLS_URL": "http://t:8000/mcp",
     })
     assert [(p.name, p.base_url) for p in config.peers] == [("loop-worker-del", "http://w:8000"), ("other", "http://o:8000")]
-    assert config.mcp_servers[0].url == "http://t:8000/mcp"
+    assert config.mcp_servers[0].url == "http://t:8000/mcp" and not config.mcp_servers[0].forward_identity
+    forwarding = AgentSettings.from_env({"MCP_SERVERS": "t", "MCP_SERVER_T_URL": "http://t/mcp",
+                                         "MCP_SERVER_T_IDENTITY": "forward"})
+    assert forwarding.mcp_servers[0].forward_identity
     assert env_key("a-b.c") == "A_B_C"
     assert peer_base_url("http://x/ns/agent/w/.well-known/agent/") == "http://x/ns/agent/w"
 
@@ -32,6 +35,7 @@ def test_peer_and_mcp_env_names():
 @pytest.mark.parametrize("env, variable", [
     ({"PEER_AGENTS": "w"}, "PEER_AGENT_W_CARD_URL"),
     ({"MCP_SERVERS": "t"}, "MCP_SERVER_T_URL"),
+    ({"MCP_SERVERS": "t", "MCP_SERVER_T_URL": "http://t/mcp", "MCP_SERVER_T_IDENTITY": "token"}, "MCP_SERVER_T_IDENTITY"),
     ({"AGENTIC_LOOP_MAX_STEPS": "many"}, "AGENTIC_LOOP_MAX_STEPS"),
     ({"AGENTIC_LOOP_MAX_STEPS": "0"}, "AGENTIC_LOOP_MAX_STEPS"),
     ({"MEMORY_ENABLED": "maybe"}, "MEMORY_ENABLED"),

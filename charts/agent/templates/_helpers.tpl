@@ -47,6 +47,9 @@ is left out, so the user's value wins and the list has no duplicate names.
 {{- $env = append $env (dict "name" "MCP_SERVERS" "value" (join "," $servers)) -}}
 {{- range $v.mcpServers -}}
 {{- $env = append $env (dict "name" (printf "MCP_SERVER_%s_URL" (include "agent.envName" .name)) "value" .url) -}}
+{{- if eq (.identity | default "") "forward" -}}
+{{- $env = append $env (dict "name" (printf "MCP_SERVER_%s_IDENTITY" (include "agent.envName" .name)) "value" "forward") -}}
+{{- end -}}
 {{- end -}}
 {{- range list (list "MEMORY_ENABLED" "enabled") (list "MEMORY_CONTEXT_LIMIT" "contextLimit") (list "MEMORY_MAX_SESSIONS" "maxSessions") (list "MEMORY_MAX_SESSION_EVENTS" "maxSessionEvents") -}}
 {{- $value := get $v.memory (index . 1) -}}

@@ -18,7 +18,7 @@ set here (image, command, args) override a registry entry.
 {{- $_ := set $c "image" (include "kaos-common.images.image" (dict "image" $v.runtimeImage "defaultTag" .Chart.AppVersion)) -}}
 {{- $_ := set $c "pullPolicy" $v.runtimeImage.pullPolicy -}}
 {{- $_ := set $c "command" (list "kaos-runtime" "mcp") -}}
-{{- $_ := set $c "env" (concat (list (dict "name" "MCP_TOOLS_STRING" "value" $v.params)) (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray)) -}}
+{{- $_ := set $c "env" (concat (list (dict "name" "MCP_TOOLS_STRING" "value" $v.params) (dict "name" "MCP_SERVER_NAME" "value" $v.name)) (include "kaos-common.env.auth" ($v.auth | default dict) | fromJsonArray)) -}}
 {{- $_ := set $c "healthPath" "/health" -}}
 {{- else if eq $v.runtime "custom" -}}
 {{- if not $v.image.repository -}}

@@ -309,12 +309,14 @@ def _long_term_memory(refs: list[Ref], observed, settings) -> dict[str, Any]:
 
 
 def _mcp_entry(ref: Ref, server: Mapping[str, Any], url: str) -> dict[str, Any]:
-    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential.
+    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential;
+    ``identity: forward`` when the server asks for the caller's identity (spec.identity).
 
     An external one at a KAOS workload's Service (an agent's /mcp, say) ``reaches`` it: the
     agent's pods carry that workload's access label, or its NetworkPolicy would refuse them."""
-    if not (server.get("spec") or {}).get("url"):
-        return {"name": ref.name, "url": url}
+    spec = server.get("spec") or {}
+    if not spec.get("url"):
+        return {"name": ref.name, "url": url, **({"identity": "forward"} if spec.get("identity") == "forward" else {})}
     workload = workload_of_url(url, ref.namespace)
     reaches = {"reaches": {"kind": workload[0], "name": workload[1]}} if workload else {}
     return {"name": ref.name, "url": url, "external": True, **reaches}

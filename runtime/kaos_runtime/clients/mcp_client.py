@@ -14,7 +14,8 @@ context the SDK sends the call's requests in.
 
 A server with a token (``MCP_SERVER_<NAME>_TOKEN``) is sent ``Authorization: Bearer <token>``
 on every request; a refusal (HTTP 401/403, which the SDK reports only as "an error response")
-is named in the error.
+is named in the error. A server that asks for the caller's identity gets it on each call
+(mcp_identity.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from contextvars import ContextVar
 from ..core.errors import describe
 from ..core.settings import McpServer
 from .connect_retry import RETRY_DELAYS, retry_unsent
+from .mcp_identity import identity_headers
 from .refresh import Refresher
 
 log = logging.getLogger("kaos_runtime.mcp")
@@ -152,7 +154,12 @@ class McpConnection:
             if response.status_code in (401, 403):
                 self._refused = response.status_code
 
+        async def tell_identity(request) -> None:  # runs in the context of the call that sends it
+            request.headers.update(identity_headers(self.server))
+
         http.event_hooks["response"].append(note_refusal)
+        if self.server.forward_identity:
+            http.event_hooks["request"].append(tell_identity)
         return http
 
     async def _hold(self, ready: asyncio.Future, stop: asyncio.Event) -> None:

@@ -7,7 +7,7 @@ in turn; ``HOPS_HEADER`` counts the levels so that agents that are each other's 
 ``MAX_DELEGATION_DEPTH``. A2A peers reached by URL have no approvals API and are not asked; a
 peer that cannot be reached (or refuses) is left out of the listing. Each request goes on behalf
 of the coordinator's caller (the on-behalf-of header signed with ``AUTH_OUTBOUND_TOKEN``,
-core/principal.py), so a peer shows and lets decide what its own rules allow that person.
+core/on_behalf.py, with the person's groups), so a peer shows and lets decide what its own rules allow that person.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 
 from ..core.auth import on_behalf_headers
 from ..core.errors import describe
+from ..core.principal import Principal
 from ..core.settings import Peer
 from .http import HttpClient
 
@@ -37,18 +38,19 @@ class PeerApprovals:
         self.sender = sender
         self._token = token
 
-    def _headers(self, peer: Peer, person: str, hops: int, extra: dict | None = None) -> dict:
+    def _headers(self, peer: Peer, person: Principal, hops: int, extra: dict | None = None) -> dict:
         # As a delegation says who sends it (the peer's caller without auth: anonymous via agent:<sender>).
-        return {"X-KAOS-Delegated-By": self.sender, **on_behalf_headers(self._token, person, peer.name),
+        return {"X-KAOS-Delegated-By": self.sender,
+                **on_behalf_headers(self._token, person.text, peer.name, person.groups),
                 HOPS_HEADER: str(hops + 1), **(extra or {})}
 
-    async def listing(self, status: str, hops: int, person: str) -> list[dict]:
+    async def listing(self, status: str, hops: int, person: Principal) -> list[dict]:
         """Every peer's approvals with this status that ``person`` may see there, each marked with
         the peer it waits behind."""
         found = await asyncio.gather(*(self._list(peer, status, hops, person) for peer in self.peers))
         return [entry for entries in found for entry in entries]
 
-    async def _list(self, peer: Peer, status: str, hops: int, person: str) -> list[dict]:
+    async def _list(self, peer: Peer, status: str, hops: int, person: Principal) -> list[dict]:
         url = f"{peer.base_url}/approvals?{urlencode({'status': status})}"
         try:
             code, body = await self.http.request("GET", url, headers=self._headers(peer, person, hops),
@@ -61,7 +63,7 @@ class PeerApprovals:
             return []
         return [{**entry, "peer": peer.name} for entry in entries if isinstance(entry, dict)]
 
-    async def decide(self, approval_id: str, body: bytes, person: str, hops: int) -> tuple[int, dict] | None:
+    async def decide(self, approval_id: str, body: bytes, person: Principal, hops: int) -> tuple[int, dict] | None:
         """``person``'s decision, in the first peer that knows the approval: its answer (status, body
         with ``peer``; a 403 when its rules refuse the person); None if no peer knows it."""
         for peer in self.peers:

@@ -10,7 +10,8 @@ place in the list, or ``user:<name>`` with its ``group:<name>`` groups) is put i
 ``scope["kaos.principal"]`` (budgets count per caller by it), and the principal the request acts
 for in ``scope["kaos.acting"]`` (core/principal.py): the same, or, when the request carries an
 on-behalf-of header signed with the very token it authenticated with, for this agent, and
-recent, the person it names relayed by that principal (``key:3 via key:1``). No token or key is
+recent, the person it names relayed by that principal (``key:3 via key:1``), with the groups
+it carries (core/on_behalf.py). No token or key is
 ever logged or echoed: the 401 body says only what kind of problem it was. ``acting_of`` is the
 principal a route acts for (on an open agent, ``anonymous``).
 
@@ -28,7 +29,9 @@ from typing import Any
 from .budget import caller_of
 from .forwarding import Forwarding
 from .oidc import OidcVerifier, TokenRefused
-from .principal import ANONYMOUS, ON_BEHALF_HEADER, Principal, element, relayed, sign_on_behalf, verify_on_behalf
+from .on_behalf import HEADER as ON_BEHALF_HEADER
+from .on_behalf import sign, verify
+from .principal import ANONYMOUS, Principal, element, relayed
 from .settings import AuthSettings
 
 EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent", "/.well-known/agent.json",
@@ -129,10 +132,12 @@ class BearerAuth:
 
     def _acting(self, principal: str, groups: frozenset[str], token: str, on_behalf: str | None) -> Principal:
         """The authenticated principal (with its groups), or the person a valid on-behalf-of
-        names, relayed by it (a relayed person's groups are not known here)."""
+        names, with the groups it carries, relayed by it."""
         method = principal.partition(":")[0]
-        person = verify_on_behalf(on_behalf, token, self.agent, time.time()) if on_behalf and self.agent else None
-        return relayed(person, principal, method) if person is not None else Principal(principal, method, (), groups)
+        said = verify(on_behalf, token, self.agent, time.time()) if on_behalf and self.agent else None
+        if said is None:
+            return Principal(principal, method, (), groups)
+        return relayed(said.person, principal, method, said.groups)
 
 
 def acting_of(request) -> Principal:
@@ -148,12 +153,13 @@ def acting_of(request) -> Principal:
     return Principal(ANONYMOUS, "none", (element(kind, name),))
 
 
-def on_behalf_headers(token: str, person: str, target: str) -> dict[str, str]:
-    """The headers a request to the agent ``target`` carries for ``person`` when it authenticates
-    with ``token``: the bearer token and the on-behalf-of header signed with it (none without a token)."""
+def on_behalf_headers(token: str, person: str, target: str, groups: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The headers a request to ``target`` (a peer agent, an MCP server) carries for ``person``
+    and their ``groups`` when it authenticates with ``token``: the bearer token and the
+    on-behalf-of header signed with it (none without a token)."""
     if not token:
         return {}
-    return {"Authorization": f"Bearer {token}", ON_BEHALF_HEADER: sign_on_behalf(person, token, target, time.time())}
+    return {"Authorization": f"Bearer {token}", ON_BEHALF_HEADER: sign(person, groups, token, target, time.time())}
 
 
 class CredentialedPeers(Forwarding):
@@ -164,8 +170,9 @@ class CredentialedPeers(Forwarding):
         super().__init__(inner)
         self._token = token
 
-    async def delegate(self, peer, messages, depth, sender, extra_headers=None, on_behalf_of: str = ANONYMOUS):
+    async def delegate(self, peer, messages, depth, sender, extra_headers=None, on_behalf_of: str = ANONYMOUS,
+                       groups: frozenset[str] = frozenset()):
         # An A2A peer signs for the name on its card (a KAOS agent's AGENT_NAME), a KAOS peer for its own.
         target = getattr(peer, "card_name", "") or peer.name
-        credentials = on_behalf_headers(self._token, on_behalf_of, target)
+        credentials = on_behalf_headers(self._token, on_behalf_of, target, groups)
         return await self._inner.delegate(peer, messages, depth, sender, {**(extra_headers or {}), **credentials})

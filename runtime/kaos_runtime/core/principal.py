@@ -16,27 +16,22 @@ An element is ``anonymous`` or ``<kind>:<name>``; a name never holds white space
 ``%`` unescaped (``element`` percent-encodes them), so a principal's text is one entry of a comma
 list and one value of the on-behalf-of header. An entry of a list of principals (admins,
 approvers, a ``spec.access`` rule's) is a principal's text or ``group:<name>``, which names every
-user this agent authenticated directly whose token lists the group; ``matches`` is the one place
+user whose token lists the group: one this agent authenticated, or one a coordinator relayed with
+a signed assertion that carries the group; ``matches`` is the one place
 entries meet principals.
 
-The on-behalf-of header ``X-KAOS-On-Behalf-Of: <principal>;t=<unix seconds>;sig=<hex>`` carries
-the person through a delegation: ``sig`` is HMAC-SHA256, keyed with the bearer credential the
-delegation authenticates with, over ``<principal>\\n<t>\\n<target agent>``. A peer trusts it only
-from a request that credential authenticated, within ``ON_BEHALF_WINDOW_SECONDS`` of ``t``.
+The on-behalf-of header (core/on_behalf.py) carries the person and their groups through a
+delegation, signed with the credential the delegation authenticates with.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
 ANONYMOUS = "anonymous"
 VIA = " via "
-ON_BEHALF_HEADER = "X-KAOS-On-Behalf-Of"
-ON_BEHALF_WINDOW_SECONDS = 60  # how far from the peer's clock a signature's time may be
 MAX_PRINCIPAL_CHARS = 1024  # longer texts are not principals (a header, a chain of hops)
 _ELEMENT = re.compile(r"anonymous|[a-z][a-z0-9-]*:[!-~]+")  # and no `,` or `;`
 _ESCAPED = re.compile(r"[^!-~]|[,;%]")
@@ -50,8 +45,8 @@ class Principal:
     """The person a request acts for (``id``), how this agent authenticated the request
     (``method``: ``key``, ``user``, or ``none`` for an open agent, whose callers' words are not
     verified), who relayed the person, first hop first (``via``: the last one is the
-    principal this agent authenticated), and the person's groups (``group:<name>`` each; only
-    for a user this agent authenticated itself)."""
+    principal this agent authenticated), and the person's groups (``group:<name>`` each: a
+    user's token's, or, for a relayed person, those the verified assertion carried)."""
 
     id: str = ANONYMOUS
     method: str = "none"
@@ -104,9 +99,9 @@ def entry_problem(entry: str) -> str | None:
 
 def matches(entry: str, who: Principal) -> bool:
     """Whether a listed principal (an admin, an approver) is ``who``: the same text, person and
-    route (``key:3 via key:1`` is not this agent's own ``key:3``), or a group of a user this agent
-    authenticated directly."""
-    return entry == who.text or (entry.startswith("group:") and not who.via and entry in who.groups)
+    route (``key:3 via key:1`` is not this agent's own ``key:3``), or one of the person's groups
+    (their token's, or those a verified on-behalf-of assertion carried)."""
+    return entry == who.text or (entry.startswith("group:") and entry in who.groups)
 
 
 @dataclass(frozen=True)
@@ -184,34 +179,8 @@ class Access:
                 or self.may_decide(who, requester) is None)
 
 
-def _signature(person: str, at: int, target: str, credential: str) -> str:
-    message = f"{person}\n{at}\n{target}".encode()
-    return hmac.new(credential.encode(), message, hashlib.sha256).hexdigest()
-
-
-def sign_on_behalf(person: str, credential: str, target: str, now: float) -> str:
-    """The on-behalf-of header's value for a request to the agent ``target`` that authenticates
-    with ``credential``."""
-    at = int(now)
-    return f"{person};t={at};sig={_signature(person, at, target, credential)}"
-
-
-def verify_on_behalf(value: str, credential: str, target: str, now: float) -> str | None:
-    """The person a header's value names, when it is signed with ``credential`` for ``target``
-    and recent; None otherwise (a header that fails any check is ignored, never trusted)."""
-    person, _, rest = value.strip().partition(";t=")
-    at, _, signature = rest.partition(";sig=")
-    if not (credential and at.isascii() and at.isdigit() and len(at) <= 12 and parse(person) is not None):
-        return None
-    if abs(now - int(at)) > ON_BEHALF_WINDOW_SECONDS:
-        return None
-    if not hmac.compare_digest(signature.encode(), _signature(person, int(at), target, credential).encode()):
-        return None
-    return person
-
-
-def relayed(person: str, by: str, method: str) -> Principal:
-    """The principal a verified on-behalf-of makes: ``person`` via ``by``, the principal this
-    agent authenticated (``method``)."""
+def relayed(person: str, by: str, method: str, groups: frozenset[str] = frozenset()) -> Principal:
+    """The principal a verified on-behalf-of assertion (core/on_behalf.py) makes: ``person`` with
+    the ``groups`` it carried, via ``by``, the principal this agent authenticated (``method``)."""
     named = parse(person) or Principal()
-    return Principal(named.id, method, (*named.via, by))
+    return Principal(named.id, method, (*named.via, by), groups)

@@ -84,6 +84,9 @@ class McpServer:
     url: str
     # Bearer token sent to this server (MCP_SERVER_<NAME>_TOKEN); kept out of repr and logs.
     token: str = field(default="", repr=False)
+    # MCP_SERVER_<NAME>_IDENTITY=forward (the MCPServer's spec.identity): each tool call carries
+    # the caller's identity, signed with the token (clients/mcp_identity.py).
+    forward_identity: bool = False
 
 
 class _Environment(EnvSettingsSource):
@@ -458,13 +461,23 @@ class AgentSettings(_Settings):
             for name, url in _listed_urls(env, "PEER_AGENTS", "PEER_AGENT_{key}_CARD_URL", "peer")
         )
         servers = tuple(
-            McpServer(name=name, url=mcp_url(url), token=env.get(f"MCP_SERVER_{env_key(name)}_TOKEN", "").strip())
+            McpServer(name=name, url=mcp_url(url), token=env.get(f"MCP_SERVER_{env_key(name)}_TOKEN", "").strip(),
+                      forward_identity=_identity_mode(env, name) == "forward")
             for name, url in _listed_urls(env, "MCP_SERVERS", "MCP_SERVER_{key}_URL", "server")
         )
         return {"memory": MemorySettings.from_env(env), "context": ContextSettings.from_env(env), "budget": BudgetSettings.from_env(env),
                 "auth": AuthSettings.from_env(env), "approval": ApprovalSettings.from_env(env),
                 "long_term": LongTermMemorySettings.from_env(env),
                 "peers": peers, "mcp_servers": servers}
+
+
+def _identity_mode(env: Mapping[str, str], server: str) -> str:
+    """``MCP_SERVER_<NAME>_IDENTITY``: ``forward`` or ``none`` (unset: none); ConfigError otherwise."""
+    variable = f"MCP_SERVER_{env_key(server)}_IDENTITY"
+    mode = env.get(variable, "").strip() or "none"
+    if mode not in ("none", "forward"):
+        raise ConfigError(f"{variable} must be forward or none, got {mode!r}")
+    return mode
 
 
 class McpServerSettings(_Settings):

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..approvals import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, Verdict, Where, new_run_id
 from ..clients.mcp_client import ToolCatalog, ToolError
+from ..clients.mcp_identity import calling_for
 from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
 from ..clients.peers import DelegationError, PeerDirectory
 from ..clients.tool_calls import calls_of
@@ -57,6 +58,7 @@ class LoopRequest:
     # The principal the run acts for (core/principal.py, its text): an approval's requester, and
     # whom a delegation acts for at the peer.
     caller: str = "anonymous"
+    caller_groups: frozenset[str] = frozenset()  # its groups, which a delegation's assertion carries
 
 
 @dataclass
@@ -97,14 +99,15 @@ class RunState:
 
     def snapshot(self, step: int, reply: ModelReply) -> dict:
         """What the journal keeps of a step that waits (JSON)."""
-        request = asdict(self.request)
+        request = {**asdict(self.request), "caller_groups": sorted(self.request.caller_groups)}
         return {"request": request, "conversation": self.conversation, "messages": self.messages[1:], "step": step,
                 "usage": self.answer.usage,
                 "reply": {"content": reply.content, "tool_calls": [call.message() for call in reply.tool_calls]}}
 
     @classmethod
     def restored(cls, run_id: str, snapshot: dict, outcomes: dict[int, dict]) -> "RunState":
-        request = LoopRequest(**snapshot["request"])
+        request = LoopRequest(**{**snapshot["request"],
+                                 "caller_groups": frozenset(snapshot["request"].get("caller_groups") or ())})
         reply = snapshot["reply"]
         return cls(request=request, conversation=snapshot["conversation"], messages=[{}] + snapshot["messages"],
                    answer=Answer("", {**no_usage(), **snapshot["usage"]}), run_id=run_id,
@@ -296,7 +299,8 @@ class Agent:
             where = Where(state.run_id, step, index, state.request.session_id, state.request.caller,
                           resumed=state.resumed_reply is not None and step == state.first_step,
                           watcher=state.watcher)
-            outcome = await self._act(action, state, where)
+            with calling_for(state.request.caller, state.request.caller_groups):  # whom MCP servers are told
+                outcome = await self._act(action, state, where)
             if journal:
                 await store.save_outcome(state.run_id, index, asdict(outcome))
             return outcome
@@ -381,7 +385,8 @@ class Agent:
                                  client=True) as span:
             try:
                 response = await self.peers.delegate(peer, messages, request.depth + 1, self.config.name,
-                                                     self.telemetry.inject({}), on_behalf_of=request.caller)
+                                                     self.telemetry.inject({}), on_behalf_of=request.caller,
+                                                     groups=request.caller_groups)
             except DelegationError as error:
                 self.telemetry.failed(span, str(error))
                 await self.memory.record(session, "delegation_error",

@@ -21,14 +21,16 @@ def _failing_line(error: BaseException) -> int | None:
     return None
 
 
-def load_tools(source: str) -> list[types.FunctionType]:
+def load_tools(source: str, given: dict | None = None) -> list[types.FunctionType]:
     """Run the source as a module; each public function defined in it becomes a tool.
-    Helpers, imports and constants in the same source stay visible to the tools."""
+    Helpers, imports and constants in the same source stay visible to the tools, and so do the
+    ``given`` names (the server's ``caller``)."""
     try:
         code = compile(source, SOURCE_NAME, "exec")
     except SyntaxError as error:
         raise ToolsSourceError(f"MCP_TOOLS_STRING has a syntax error on line {error.lineno}: {error.msg}") from None
     module = types.ModuleType(MODULE_NAME)
+    module.__dict__.update(given or {})
     try:
         exec(code, module.__dict__)
     except Exception as error:

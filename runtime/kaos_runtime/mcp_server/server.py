@@ -2,7 +2,7 @@
 
 With API keys or an OIDC issuer configured (``AUTH_*``, as for agents), the MCP endpoint needs
 ``Authorization: Bearer <token>`` (kaos_runtime/core/auth.py); ``GET /health`` stays open.
-Whatever the auth, a POST must be JSON and not come from another site's page (core/request_guard.py).
+A tool reads who called it with ``caller()`` (caller.py). Whatever the auth, a POST must be JSON and not come from another site's page (core/request_guard.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..core.auth import BearerAuth, Verifier
 from ..core.request_guard import RequestGuard
 from ..core.settings import AuthSettings
 from ..protocols.mcp_http import NoGetStream
+from .caller import CallerScope, caller
 from .python_string_tools import ToolsSourceError, load_tools
 
 log = logging.getLogger("kaos_runtime.mcp_server")
@@ -75,7 +76,7 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", a
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
 
-    tools = load_tools(source)
+    tools = load_tools(source, {"caller": caller})
     server = MCPServer(name, log_level=log_level)  # already one of the logging level names (__main__)
     for tool in tools:
         server.add_tool(reporting_errors(tool), annotations=tool_annotations(tool))
@@ -100,4 +101,6 @@ def create_mcp_app(source: str, name: str, path: str, log_level: str = "INFO", a
     # The SDK checks neither Origin nor Sec-Fetch-Site with DNS rebinding protection off, and
     # answers a POST that is not JSON with 400: the guard refuses both first (its body bound is the
     # SDK's own, 4 MiB).
-    return RequestGuard(BearerAuth(app, verifier, exempt=EXEMPT_PATHS), router=starlette_app.router)
+    # An on-behalf-of header signed for this server's name tells caller() whom a call is for.
+    return RequestGuard(BearerAuth(CallerScope(app), verifier, exempt=EXEMPT_PATHS, agent=name),
+                        router=starlette_app.router)

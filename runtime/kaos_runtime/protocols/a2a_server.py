@@ -193,7 +193,7 @@ def _executor(runtime):
                 return
             request = LoopRequest(messages=[{"role": "user", "content": context.get_user_input()}],
                                   session_id=context.context_id, depth=depth, continued=True,
-                                  caller=acting.text)
+                                  caller=acting.text, caller_groups=acting.groups)
             run = runs[context.task_id] = task_run(updater, context)
             run.start(drive(run, updater, sink, request, context, headers))
             run.task.add_done_callback(lambda _: runs.pop(context.task_id, None))

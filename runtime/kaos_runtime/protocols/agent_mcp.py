@@ -158,7 +158,7 @@ def _server(runtime):
         attributes = {"kaos.agent": config.name, "kaos.session_id": session, "kaos.depth": depth}
         callers = caller_of(request) if request is not None else None
         loop_request = LoopRequest(messages=[{"role": "user", "content": message}], session_id=session,
-                                   depth=depth, continued=session_id is not None, caller=acting.text)
+                                   depth=depth, continued=session_id is not None, caller=acting.text, caller_groups=acting.groups)
         try:
             owned = await runtime.sessions.enter(session, acting)  # another's: as if there were none
             if owned:

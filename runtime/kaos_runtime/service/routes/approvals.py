@@ -42,7 +42,7 @@ def router(runtime: Runtime) -> APIRouter:
         views = [approval.view(now) for approval in visible]
         hops = nested(request)
         if hops is not None:
-            views += await peers.listing(status, hops, who.text)
+            views += await peers.listing(status, hops, who)
         views = [view for view in views if (session_id is None or view.get("session_id") == session_id)
                  and (status == "all" or view.get("status") == status)]
         return json_response({"agent": config.name, "approvals": views, "total": len(views)})
@@ -58,7 +58,7 @@ def router(runtime: Runtime) -> APIRouter:
             return json_response({"detail": str(refused)}, 403)
         except UnknownApproval:
             hops = nested(request)
-            answered = await peers.decide(approval_id, body, who.text, hops) if hops is not None else None
+            answered = await peers.decide(approval_id, body, who, hops) if hops is not None else None
             if answered is not None:
                 return json_response(answered[1], answered[0])
             return json_response({"detail": f"no approval {approval_id!r} on agent {config.name} "

@@ -66,7 +66,7 @@ def router(runtime: Runtime) -> APIRouter:
         await runtime.budget.enter(session_id, callers)  # 429 now if a budget is spent
         attributes = {"kaos.agent": config.name, "kaos.session_id": session_id, "kaos.depth": depth}
         loop_request = LoopRequest(messages=body.messages, session_id=session_id, depth=depth,
-                                   continued=given is not None, caller=acting.text,
+                                   continued=given is not None, caller=acting.text, caller_groups=acting.groups,
                                    max_steps=parse_bound(request.headers.get(MAX_STEPS_HEADER), MAX_STEPS_HEADER),
                                    max_tokens=parse_bound(request.headers.get(MAX_TOKENS_HEADER), MAX_TOKENS_HEADER))
 
