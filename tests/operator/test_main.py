@@ -2,13 +2,16 @@
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 
 import httpx
+import kopf
 
+from kaos.operator import handlers
 from tests.support.polling import eventually
 from tests.support.processes import free_port, spawn
 
@@ -77,3 +80,13 @@ async def test_metrics_port_in_use_exits_with_one_line(kube):
     lines = output.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in output, output
     assert lines[0].startswith(f"kaos-operator: cannot serve metrics on 127.0.0.1:{port}: "), output
+
+
+def test_a_deleted_resource_waits_about_a_second_not_a_minute_for_its_timer_to_end(monkeypatch):
+    """kopf keeps the finalizer of a resource deleted mid-pass until its timer ends, and looks
+    again after ``background.cancellation_polling`` (60 s by default): a `kubectl delete` of a
+    Trigger under load timed out at 60 s in CI (tests/cluster/test_triggers.py's teardown)."""
+    monkeypatch.setattr(handlers, "backend_factory", lambda settings: None)
+    settings = kopf.OperatorSettings()
+    handlers.configure(settings=settings, memo=kopf.Memo(), logger=logging.getLogger("test"))
+    assert settings.background.cancellation_polling <= 1.0
