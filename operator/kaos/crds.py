@@ -35,6 +35,9 @@ RULES: dict[str, Callable[[dict], bool]] = {
     "size(self.tools) > 0 || self.fromAnnotations": lambda approval: bool(approval["tools"]) or approval["fromAnnotations"],
     "self.type != 'external' || has(self.external)": lambda storage: storage["type"] != "external" or "external" in storage,
     "has(self.url) != has(self.connectionSecretRef)": lambda external: ("url" in external) != ("connectionSecretRef" in external),
+    "(has(self.users) && size(self.users) > 0) || (has(self.groups) && size(self.groups) > 0) "
+    "|| (has(self.principals) && size(self.principals) > 0)":
+        lambda rule: bool(rule.get("users") or rule.get("groups") or rule.get("principals")),
     "has(self.schedule) != has(self.webhook)": lambda spec: ("schedule" in spec) != ("webhook" in spec),
     "!has(self.timeZone) || has(self.schedule)": lambda spec: "timeZone" not in spec or "schedule" in spec,
 }
@@ -87,6 +90,8 @@ def _rules_of(schema: dict, path: str = "") -> Iterator[tuple[str, dict]]:
         yield path, rule
     for key, sub in schema.get("properties", {}).items():
         yield from _rules_of(sub, _join(path, key))
+    if "items" in schema:
+        yield from _rules_of(schema["items"], f"{path}[]")
 
 
 def validate(resource: dict, crd_dir: str | os.PathLike | None = None, *, unknown_fields: bool = False) -> dict:
@@ -152,6 +157,9 @@ def _broken_rules(schema: dict, value: Any, path: str = "") -> Iterator[str]:
     for key, sub in schema.get("properties", {}).items():
         if key in value:
             yield from _broken_rules(sub, value[key], _join(path, key))
+            if "items" in sub and isinstance(value[key], list):
+                for number, item in enumerate(value[key]):
+                    yield from _broken_rules(sub["items"], item, f"{_join(path, key)}[{number}]")
 
 
 @functools.cache

@@ -63,6 +63,12 @@ def test_the_crd_refuses_an_unknown_verb_and_an_oidc_without_audience():
     assert validate(with_access(RULES, approvers=["group:approvers"]))["spec"]["access"] == RULES
 
 
+def test_the_crds_rule_on_each_access_entry_is_checked_without_an_api_server():
+    """The CEL rule sits on spec.access's items: `kaos up` checks it through its Python twin."""
+    with pytest.raises(ValidationError, match=r"spec.access\[1\]: an access rule grants to no one"):
+        validate(with_access([RULES[0], {"verbs": ["chat"], "users": []}]))
+
+
 @pytest.mark.parametrize("rules, auth, approvers, message", [
     ([{"verbs": ["chat"]}], None, None, "spec.access[0] grants to no one: list users, groups or principals"),
     ([{"verbs": ["chat"], "groups": ["x"]}], {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}, None,
