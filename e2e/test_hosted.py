@@ -34,50 +34,58 @@ def hosted_resource() -> dict:
             "spec": {"mode": "Hosted", "hostedConfig": hosted}}
 
 
-async def test_hosted_smollm2_answers_directly_and_through_a_chained_proxy(test_namespace):
-    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "chained"},
-               "spec": {"mode": "Proxy", "proxyConfig": {"models": [f"ollama/{MODEL}"],
-                                                          "apiBase": f"http://modelapi-hosted.{test_namespace}:11434"}}}
-    agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "small"},
-             "spec": {"modelAPI": "chained", "model": f"ollama/{MODEL}",
+def chained_stack(namespace: str, hosted: dict, prefix: str) -> None:
+    """``hosted``, a Proxy ModelAPI ``<prefix>chain`` reaching it by cluster DNS name, and an Agent
+    ``<prefix>small`` on that Proxy."""
+    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": f"{prefix}chain"},
+               "spec": {"mode": "Proxy", "proxyConfig": {
+                   "models": [f"ollama/{MODEL}"],
+                   "apiBase": f"http://modelapi-{hosted['metadata']['name']}.{namespace}:11434"}}}
+    agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": f"{prefix}small"},
+             "spec": {"modelAPI": f"{prefix}chain", "model": f"ollama/{MODEL}",
                       "config": {"description": "an agent on SmolLM2", "instructions": "Answer in one sentence."}}}
-    for resource in (hosted_resource(), chained, agent):
-        create_custom_resource(resource, test_namespace)
-    for kind, name in (("ModelAPI", "hosted"), ("ModelAPI", "chained"), ("Agent", "small")):
+    for resource in (hosted, chained, agent):
+        create_custom_resource(resource, namespace)
+
+
+async def ask_model(url: str) -> dict:
+    """One chat completion straight from the Hosted engine (Ollama's OpenAI API), checked."""
+    async with httpx.AsyncClient(timeout=120) as client:
+        answer = await client.post(f"{url}/v1/chat/completions", json={
+            "model": MODEL, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 24, "temperature": 0})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"].strip()
+    return answer.json()
+
+
+async def ask_agent(url: str) -> None:
+    wait_for_resource_ready(url)
+    response = await chat(url, "Say hello.")
+    assert response.status_code == 200, response.text
+    content = response.json()["choices"][0]["message"]["content"]
+    assert content.strip() and "model call failed" not in content, content
+
+
+async def test_hosted_smollm2_answers_directly_and_through_a_chained_proxy(test_namespace):
+    chained_stack(test_namespace, hosted_resource(), "")
+    for kind, name in (("ModelAPI", "hosted"), ("ModelAPI", "chain"), ("Agent", "small")):
         wait_for_status(kind, name, test_namespace, "Ready", timeout=400)
 
     hosted_url = gateway_url(test_namespace, "modelapi", "hosted")
     wait_for_resource_ready(hosted_url, path="/api/tags")
     async with httpx.AsyncClient(timeout=120) as client:
         tags = await client.get(f"{hosted_url}/api/tags")
-        assert MODEL in [model["name"] for model in tags.json()["models"]], tags.text
-        answer = await client.post(f"{hosted_url}/v1/chat/completions", json={
-            "model": MODEL, "messages": [{"role": "user", "content": "What is the capital of France?"}],
-            "max_tokens": 24, "temperature": 0})
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["choices"][0]["message"]["content"].strip()
-    assert answer.json()["usage"]["completion_tokens"] > 0
-
-    agent_url = gateway_url(test_namespace, "agent", "small")
-    wait_for_resource_ready(agent_url)
-    response = await chat(agent_url, "Say hello.")
-    assert response.status_code == 200, response.text
-    content = response.json()["choices"][0]["message"]["content"]
-    assert content.strip() and "model call failed" not in content, content
+    assert MODEL in [model["name"] for model in tags.json()["models"]], tags.text
+    assert (await ask_model(hosted_url))["usage"]["completion_tokens"] > 0
+    await ask_agent(gateway_url(test_namespace, "agent", "small"))
 
 
 @needs_mirror
 async def test_upstreams_shape_gets_its_model_from_the_mirror_and_an_agent_answers_through_the_gateway(test_namespace):
     hosted = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "upstream"},
               "spec": {"mode": "Hosted", "hostedConfig": {"model": MODEL}}}  # upstream's manifest: nothing else
-    chained = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "up-chain"},
-               "spec": {"mode": "Proxy", "proxyConfig": {"models": [f"ollama/{MODEL}"],
-                                                          "apiBase": f"http://modelapi-upstream.{test_namespace}:11434"}}}
-    agent = {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": "up-small"},
-             "spec": {"modelAPI": "up-chain", "model": f"ollama/{MODEL}",
-                      "config": {"description": "an agent on SmolLM2", "instructions": "Answer in one sentence."}}}
-    for resource in (hosted, chained, agent):
-        create_custom_resource(resource, test_namespace)
+    chained_stack(test_namespace, hosted, "up-")
     ready = wait_for_status("ModelAPI", "upstream", test_namespace, "Ready", timeout=400)
     assert ready["status"]["endpoint"].endswith(":11434")  # Ollama, where upstream's tests reach it
     for kind, name in (("ModelAPI", "up-chain"), ("Agent", "up-small")):
@@ -87,19 +95,9 @@ async def test_upstreams_shape_gets_its_model_from_the_mirror_and_an_agent_answe
     wait_for_resource_ready(url, path="/api/tags")
     async with httpx.AsyncClient(timeout=120) as client:
         tags = await client.get(f"{url}/api/tags")
-        assert [model["name"] for model in tags.json()["models"]] == [MODEL], tags.text
-        answer = await client.post(f"{url}/v1/chat/completions", json={
-            "model": MODEL, "messages": [{"role": "user", "content": "What is the capital of France?"}],
-            "max_tokens": 24, "temperature": 0})
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["choices"][0]["message"]["content"].strip()
-
-    agent_url = gateway_url(test_namespace, "agent", "up-small")
-    wait_for_resource_ready(agent_url)
-    response = await chat(agent_url, "Say hello.")
-    assert response.status_code == 200, response.text
-    content = response.json()["choices"][0]["message"]["content"]
-    assert content.strip() and "model call failed" not in content, content
+    assert [model["name"] for model in tags.json()["models"]] == [MODEL], tags.text
+    await ask_model(url)
+    await ask_agent(gateway_url(test_namespace, "agent", "up-small"))
 
 
 @needs_mirror
