@@ -20,12 +20,12 @@ CONCURRENCY = 8
 
 
 class ServerTokenizer:
-    def __init__(self, model_api_url: str, api_key: str, model: str) -> None:
+    def __init__(self, model_api_url: str, api_key: str, model: str, http: HttpClient) -> None:
         base = model_api_url.rstrip("/")
         self.url = (base[:-3] if base.endswith("/v1") else base) + PATH
         self.model = model
         self._headers = {"content-type": "application/json", "authorization": f"Bearer {api_key}"}
-        self._http = HttpClient()
+        self._http = http  # the runtime's client: its owner closes it
         self._slots = asyncio.Semaphore(CONCURRENCY)
 
     async def _count(self, text: str) -> int | None:
@@ -45,15 +45,9 @@ class ServerTokenizer:
         return count if type(count) is int and count >= 0 else None
 
     async def available(self) -> bool:
-        """Does the server count tokens? (Closes the client when it does not.)"""
-        if await self._count("probe") is not None:
-            return True
-        await self.close()
-        return False
+        """Does the server count tokens?"""
+        return await self._count("probe") is not None
 
     async def count(self, texts: list[str]) -> list[int | None]:
         """Each text's count, concurrently; None where the server did not answer."""
         return list(await asyncio.gather(*(self._count(text) for text in texts)))
-
-    async def close(self) -> None:
-        await self._http.close()

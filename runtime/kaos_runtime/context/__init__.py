@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from ..clients.http import HttpClient
 from ..clients.model import ModelClient
 from ..clients.server_tokens import ServerTokenizer
 from ..core.settings import AgentSettings
@@ -31,9 +32,11 @@ __all__ = ["Context", "Fitted", "Window", "fit"]
 
 
 class Context:
-    def __init__(self, config: AgentSettings, memory: Memory) -> None:
+    def __init__(self, config: AgentSettings, memory: Memory, http: HttpClient | None = None) -> None:
         self.config = config
         self.memory = memory
+        self._http = http  # the runtime's; one of its own, closed with it, when not given
+        self._own_http: HttpClient | None = None
         self._tokens: Tokens | None = None
         self._window: Window | None = None
         self._loading: asyncio.Lock | None = None
@@ -60,8 +63,10 @@ class Context:
         """The model server's own tokenizer instead of the estimate, when it has one (llama.cpp)."""
         if tokens.name != "estimate" or self.config.context.tokenizer != "auto" or not self.config.model_api_url:
             return tokens
+        if self._http is None:
+            self._http = self._own_http = HttpClient()
         server = ServerTokenizer(self.config.model_api_url, self.config.api_key.get_secret_value(),
-                                 self.config.model_name)
+                                 self.config.model_name, self._http)
         if not await server.available():
             return tokens
         self._server = server
@@ -75,8 +80,8 @@ class Context:
                     tokens.learn(text, count)
 
     async def close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
+        if self._own_http is not None:
+            await self._own_http.close()
         if self.compactor is not None and self.compactor.summarizer is not None:
             await self.compactor.summarizer.close()
 

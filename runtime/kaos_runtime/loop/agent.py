@@ -24,6 +24,7 @@ from contextlib import aclosing
 from dataclasses import asdict, dataclass, field
 
 from ..approvals import ALLOWED, ApprovalGate, ApprovalInterrupted, ApprovalWatcher, Verdict, Where, new_run_id
+from ..clients.http import HttpClient
 from ..clients.mcp_client import ToolCatalog, ToolError
 from ..clients.mcp_identity import calling_for
 from ..clients.model import USAGE_FIELDS, ModelClient, ModelError, ModelReply, no_usage
@@ -138,7 +139,7 @@ def model_messages(messages: list[dict]) -> list[dict]:
 class Agent:
     def __init__(self, config: AgentSettings, memory: Memory, model: ModelClient,
                  tools: ToolCatalog, peers: PeerDirectory, telemetry: Telemetry | None = None,
-                 approvals: ApprovalGate | None = None) -> None:
+                 approvals: ApprovalGate | None = None, http: HttpClient | None = None) -> None:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.memory = memory
@@ -146,7 +147,7 @@ class Agent:
         self.tools = tools
         self.peers = peers
         self.approvals = approvals if approvals is not None and approvals.policy.enabled else None
-        self.context = Context(config, memory)
+        self.context = Context(config, memory, http)
 
     async def run(self, request: LoopRequest, sink: Sink | None = None,
                   watcher: ApprovalWatcher | None = None) -> Answer:

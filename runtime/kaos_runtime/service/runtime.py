@@ -66,7 +66,8 @@ class Runtime:
         self.approvals = ApprovalGate(policy, create_store(config), self.memory, config.name, self.tools.info,
                                       self.metrics.approval if self.metrics is not None else None,
                                       access=self.access, audit=self.audit)
-        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals)
+        self.agent = Agent(config, self.memory, self.model, self.tools, self.peers, self.telemetry, self.approvals,
+                           http=self.http)
         if self.long_term is not None:
             self.agent = RememberingAgent(self.agent, self.long_term, self.memory)
         self.ready = False
