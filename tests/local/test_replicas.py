@@ -126,6 +126,8 @@ async def test_two_real_replicas_share_a_local_redis_behind_the_gateway(real_con
     ref = Ref("Agent", "default", "remember")
     replicas = control.workloads[ref].supervisor
     assert replicas.count == 2 and control.workloads.redis.ready
+    # Ready needs one replica serving; the balancer skips one not ready yet (all 10 went to one under load).
+    await eventually(lambda: replicas.ready_count == 2, timeout=60, what="both replicas ready")
     env = replicas.processes[0].env_dict
     assert env["MEMORY_BACKEND"] == "redis" and env["REDIS_URL"] == control.workloads.redis.url
     assert env["MEMORY_KEY_PREFIX"] == "kaos:default:agent:remember"
