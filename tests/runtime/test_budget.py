@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from kaos_runtime.core.budget import Budget, BudgetExceeded, LocalCounts
+from kaos_runtime.budget import Budget, BudgetExceeded, LocalCounts
 from kaos_runtime.core.settings import BudgetSettings
 from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer

@@ -23,12 +23,11 @@ import logging
 import uuid
 from contextlib import asynccontextmanager
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from ..core.redis_client import describe_url, redis_client
 from ..core.settings import MemorySettings
 from ..memory import MemoryUnavailable
-from ..memory.redis_store import describe_url
 from .record import PENDING, Approval
 from .store import MAX_APPROVALS, AlreadySettled, ApprovalStore, UnknownApproval, Waiters
 
@@ -105,9 +104,7 @@ class RedisApprovalStore(ApprovalStore):
         self._run_prefix = f"{prefix}:run:"
         self._runs = f"{prefix}:runs"
         self._limit = limit
-        timeout = config.redis_timeout
-        self.client = aioredis.Redis.from_url(config.redis_url.get_secret_value().strip(), decode_responses=True,
-                                              socket_timeout=timeout, socket_connect_timeout=timeout)
+        self.client = redis_client(config.redis_url.get_secret_value(), config.redis_timeout)
         self._settle = self.client.register_script(_SETTLE)
         self._trim = self.client.register_script(_TRIM)
         self._release = self.client.register_script(_RELEASE)

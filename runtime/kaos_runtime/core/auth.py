@@ -26,7 +26,6 @@ import json
 import time
 from typing import Any
 
-from .budget import caller_of
 from .forwarding import Forwarding
 from .oidc import OidcVerifier, TokenRefused
 from .on_behalf import HEADER as ON_BEHALF_HEADER
@@ -38,6 +37,26 @@ EXEMPT_PATHS = frozenset({"/health", "/ready", "/metrics", "/.well-known/agent",
                           "/.well-known/agent-card.json", "/openapi.json"})
 PRINCIPAL, ACTING = "kaos.principal", "kaos.acting"  # where BearerAuth puts them in the ASGI scope
 _ON_BEHALF = ON_BEHALF_HEADER.lower().encode()
+
+
+def caller_of(request) -> tuple[str, ...]:
+    """The caller identities a request's per-caller budgets count against.
+
+    With authentication, the authenticated principal (``scope["kaos.principal"]``) always counts,
+    so no header moves a caller off its own budget; a request that also names a Trigger
+    (``X-KAOS-Trigger``: a control plane's run, sent with the Trigger's ``spec.credentials``)
+    counts against ``trigger:<name>`` as well, so each Trigger keeps a budget of its own when
+    Triggers share one credential. Without authentication the headers are the caller's word:
+    the agent that delegated (``X-KAOS-Delegated-By``, as ``agent:<name>``), else the Trigger
+    (``trigger:<name>``), else ``anonymous``."""
+    trigger = request.headers.get("x-kaos-trigger")
+    principal = request.scope.get("kaos.principal")
+    if principal:
+        return (str(principal), f"trigger:{trigger}") if trigger else (str(principal),)
+    sender = request.headers.get("x-kaos-delegated-by")
+    if sender:
+        return (f"agent:{sender}",)
+    return (f"trigger:{trigger}",) if trigger else (ANONYMOUS,)
 
 
 class Unauthorized(Exception):

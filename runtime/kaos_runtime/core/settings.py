@@ -208,7 +208,7 @@ class ContextSettings(_Settings):
 
 
 class BudgetSettings(_Settings):
-    """Token budgets checked before each model call (core/budget.py); 0: no limit."""
+    """Token budgets checked before each model call (budget/); 0: no limit."""
 
     tokens_per_minute: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_MINUTE")
     tokens_per_day: int = Field(0, ge=0, validation_alias="BUDGET_TOKENS_PER_DAY")

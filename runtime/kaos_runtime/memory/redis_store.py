@@ -45,13 +45,9 @@ import json
 import logging
 from collections import OrderedDict
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ..core.redis_client import describe_url, redis_client
 from ..core.settings import MemorySettings
 from . import ANONYMOUS, CONTEXT_EVENTS, Memory, MemoryUnavailable, make_event
 
@@ -257,14 +253,6 @@ def _settle(futures: list[asyncio.Future], error: BaseException | None) -> None:
                 future.set_exception(error)
 
 
-def describe_url(client: aioredis.Redis) -> str:
-    """Where Redis is, without credentials: ``host:port/db`` or the socket path."""
-    kwargs = client.connection_pool.connection_kwargs
-    if "path" in kwargs:
-        return f"unix:{kwargs['path']}"
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
-
-
 class RedisMemory(Memory):
     backend = "redis"
 
@@ -276,14 +264,7 @@ class RedisMemory(Memory):
         self._list_prefix = f"{self.prefix}:session:"
         self._owner_prefix = f"{self.prefix}:owner:"
         self._ttl_ms = config.ttl_seconds * 1000
-        timeout = config.redis_timeout
-        # One retry on a fresh connection covers a pooled connection that Redis closed (a
-        # restart); more retries would only make a client wait longer for its 503.
-        self.client = aioredis.Redis.from_url(
-            config.redis_url.get_secret_value().strip(), decode_responses=True,
-            socket_timeout=timeout, socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 1), retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        )
+        self.client = redis_client(config.redis_url.get_secret_value(), config.redis_timeout)
         self.where = describe_url(self.client)
         self._record_script = self.client.register_script(_RECORD)
         self._events_script = self.client.register_script(_EVENTS)

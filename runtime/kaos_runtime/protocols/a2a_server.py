@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ..budget import BudgetExceeded
 from ..clients.peers import DEPTH_HEADER
-from ..core.auth import acting_of
-from ..core.budget import BudgetExceeded, caller_of
+from ..core.auth import acting_of, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
 from ..core.principal import Principal

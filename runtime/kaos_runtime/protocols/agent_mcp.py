@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, Field
 from starlette.routing import Route
 
+from ..budget import BudgetExceeded
 from ..clients.peers import DEPTH_HEADER
-from ..core.auth import acting_of
-from ..core.budget import BudgetExceeded, caller_of
+from ..core.auth import acting_of, caller_of
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, set_outcome
 from ..core.principal import Principal

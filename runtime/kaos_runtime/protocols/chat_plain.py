@@ -23,7 +23,7 @@ from typing import Awaitable, Callable
 from fastapi.responses import Response
 
 from ..approvals import ApprovalInterrupted
-from ..core.budget import BudgetExceeded
+from ..budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, CANCELLED, ERROR, set_outcome
 from ..memory import MemoryUnavailable

@@ -23,8 +23,8 @@ import time
 from typing import Awaitable, Callable
 
 from ..approvals import ApprovalInterrupted
+from ..budget import BudgetExceeded
 from ..clients.model import no_usage
-from ..core.budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import BUDGET_EXCEEDED, CANCELLED, ERROR, set_outcome
 from ..memory import MemoryUnavailable

@@ -15,8 +15,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from ..approvals import ApprovalInterrupted
+from ..budget import BudgetExceeded
 from ..core.auth import BearerAuth, Verifier
-from ..core.budget import BudgetExceeded
 from ..core.errors import describe
 from ..core.metrics import RequestMetrics
 from ..core.request_guard import RequestGuard

@@ -7,13 +7,13 @@ import asyncio
 import logging
 
 from ..approvals import ApprovalGate, ApprovalInterrupted, ApprovalPolicy, create_store
+from ..budget import BudgetedModel, create_budget
 from ..clients.http import HttpClient
 from ..clients.mcp_client import ToolCatalog
 from ..clients.model import ModelClient
 from ..clients.peers import PeerDirectory
 from ..core.audit import AuditTrail
 from ..core.auth import CredentialedPeers
-from ..core.budget import BudgetedModel, create_budget
 from ..core.grants import rules as access_rules
 from ..core.metrics import MeteredMemory, MeteredModel, MeteredPeers, MeteredTools, Metrics
 from ..core.principal import Access

@@ -11,8 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...clients.peers import DEPTH_HEADER
-from ...core.auth import acting_of
-from ...core.budget import caller_of
+from ...core.auth import acting_of, caller_of
 from ...loop.agent import LoopRequest
 from ...memory import new_session_id
 from ...memory.ownership import no_session

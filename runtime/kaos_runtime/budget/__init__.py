@@ -28,9 +28,10 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .forwarding import Forwarding
-from .principal import ANONYMOUS
-from .settings import BudgetSettings
+from ..core.forwarding import Forwarding
+from ..core.principal import ANONYMOUS
+from ..core.settings import BudgetSettings
+from .counts import LocalCounts, RedisCounts
 
 log = logging.getLogger("kaos_runtime.budget")
 
@@ -77,74 +78,6 @@ class Scope:
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("kaos_budget_scope", default=None)
 
 
-class LocalCounts:
-    """Counts of this process: {key: (window number, tokens)}."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, tuple[int, int]] = {}
-
-    async def used(self, keys: list[tuple[str, int]]) -> list[int]:
-        counts, used = self._counts, []
-        for key, window in keys:
-            number, count = counts.get(key, (-1, 0))
-            used.append(count if number == window else 0)
-        return used
-
-    async def add(self, keys: list[tuple[str, int, int]], tokens: int) -> None:
-        for key, window, _ in keys:
-            number, count = self._counts.get(key, (window, 0))
-            self._counts[key] = (window, (count if number == window else 0) + tokens)
-
-    async def close(self) -> None:
-        pass
-
-
-class RedisCounts:
-    """Counts in Redis, shared by replicas: key ``<prefix>:<key>:<window number>``."""
-
-    def __init__(self, url: str, prefix: str, timeout: float) -> None:
-        import redis.asyncio as aioredis
-
-        self.prefix = prefix
-        self.client = aioredis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout,
-                                              socket_connect_timeout=timeout)
-
-    async def used(self, keys: list[tuple[str, int]]) -> list[int]:
-        values = await self.client.mget([f"{self.prefix}:{key}:{window}" for key, window in keys])
-        return [int(value or 0) for value in values]
-
-    async def add(self, keys: list[tuple[str, int, int]], tokens: int) -> None:
-        async with self.client.pipeline(transaction=False) as pipe:
-            for key, window, seconds in keys:
-                name = f"{self.prefix}:{key}:{window}"
-                pipe.incrby(name, tokens)
-                pipe.expire(name, seconds + 60)
-            await pipe.execute()
-
-    async def close(self) -> None:
-        await self.client.aclose()
-
-
-def caller_of(request) -> tuple[str, ...]:
-    """The caller identities a request's per-caller budgets count against.
-
-    With authentication, the authenticated principal (``scope["kaos.principal"]``) always counts,
-    so no header moves a caller off its own budget; a request that also names a Trigger
-    (``X-KAOS-Trigger``: a control plane's run, sent with the Trigger's ``spec.credentials``)
-    counts against ``trigger:<name>`` as well, so each Trigger keeps a budget of its own when
-    Triggers share one credential. Without authentication the headers are the caller's word:
-    the agent that delegated (``X-KAOS-Delegated-By``, as ``agent:<name>``), else the Trigger
-    (``trigger:<name>``), else ``anonymous``."""
-    trigger = request.headers.get("x-kaos-trigger")
-    principal = request.scope.get("kaos.principal")
-    if principal:
-        return (str(principal), f"trigger:{trigger}") if trigger else (str(principal),)
-    sender = request.headers.get("x-kaos-delegated-by")
-    if sender:
-        return (f"agent:{sender}",)
-    return (f"trigger:{trigger}",) if trigger else (ANONYMOUS,)
-
-
 class Budget:
     def __init__(self, settings: BudgetSettings, agent: str, counts=None, clock: Callable[[], float] = time.time,
                  on_reject: Callable[[str], None] | None = None, memory=None) -> None:
@@ -183,7 +116,7 @@ class Budget:
         return limits
 
     async def enter(self, session_id: str, callers: tuple[str, ...] | None) -> None:
-        """Name the current request for its model calls (``callers``: ``caller_of``); refuse it
+        """Name the current request for its model calls (``callers``: ``core.auth.caller_of``); refuse it
         now if a window is spent."""
         if not self.enabled:
             return
