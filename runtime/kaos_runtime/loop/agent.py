@@ -213,23 +213,22 @@ class Agent:
                 reply, gate = await self._call_model(fitted.messages, step, tools, sink)
             except ModelError as error:
                 await self.memory.record(session, "error", f"model call failed: {error}", {"step": step})
-                answer.content = f"The model call failed: {error}"
-                await self.memory.record(session, "agent_response", answer.content, {"step": step, "failed": True})
-                return await self._finish(answer, sink)
+                return await self._end(answer, sink, session, f"The model call failed: {error}",
+                                       {"step": step, "failed": True})
             answer.add(reply)
             over = request.max_tokens and answer.usage.get("total_tokens", 0) >= request.max_tokens
             wants_work = bool(reply.tool_calls) or find_action(reply.content) is not None
             if over and wants_work:  # more work: not started
-                answer.content = (f"Stopped: the model calls used {answer.usage['total_tokens']} tokens, the "
-                                  f"request's limit is {request.max_tokens} (X-KAOS-Max-Tokens).")
                 answer.stopped = "max_tokens"
-                await self.memory.record(session, "agent_response", answer.content, {"step": step, "token_limit": True})
-                return await self._finish(answer, sink)
+                return await self._end(answer, sink, session,
+                                       f"Stopped: the model calls used {answer.usage['total_tokens']} tokens, the "
+                                       f"request's limit is {request.max_tokens} (X-KAOS-Max-Tokens).",
+                                       {"step": step, "token_limit": True})
             if not wants_work and not reply.content.strip():  # never a silent empty answer
                 await self.memory.record(session, "error", "the model returned no text and no tool call", {"step": step})
-                answer.content = "The model returned an empty answer (no text and no tool call)."
-                await self.memory.record(session, "agent_response", answer.content, {"step": step, "empty": True})
-                return await self._finish(answer, sink)
+                return await self._end(answer, sink, session,
+                                       "The model returned an empty answer (no text and no tool call).",
+                                       {"step": step, "empty": True})
             if not wants_work:
                 await self.memory.record(session, "agent_response", reply.content, {"step": step})
                 answer.content = reply.content
@@ -239,10 +238,14 @@ class Agent:
                 return answer
             await self._act_on(state, step, reply, bool(peers))
         source = "AGENTIC_LOOP_MAX_STEPS" if max_steps == self.config.max_steps else "X-KAOS-Max-Steps"
-        answer.content = (f"Stopped: reached the step limit of {max_steps} model calls "
-                          f"({source}) without a final answer.")
         answer.stopped = "max_steps"
-        await self.memory.record(session, "agent_response", answer.content, {"step_limit": True})
+        return await self._end(answer, sink, session, f"Stopped: reached the step limit of {max_steps} model calls "
+                                                      f"({source}) without a final answer.", {"step_limit": True})
+
+    async def _end(self, answer: Answer, sink: Sink | None, session: str, content: str, metadata: dict) -> Answer:
+        """The run ends with ``content`` (a failure, a limit, an empty reply), recorded as its response."""
+        answer.content = content
+        await self.memory.record(session, "agent_response", content, metadata)
         return await self._finish(answer, sink)
 
     @staticmethod
