@@ -23,7 +23,9 @@ during a 1,000-agent sync.
 what the machine's load does to one side it does to the other.
 
     python benchmarks/cluster_bench.py [--sizes 50,150] [--idle 30] [--fairness]
-        [--trees base=/tmp/kaos-base,new=.] [--rounds 1] [--profile DIR]
+        [--trees base=/tmp/kaos-base,new=.] [--rounds 1] [--profile DIR] [--sample SECONDS]
+
+An hour at rest with the RSS sampled every 5 minutes: --sizes 1000 --idle 3600 --sample 300.
 """
 
 from __future__ import annotations
@@ -151,6 +153,18 @@ def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
         return None
 
 
+def rest(pid: int, seconds: float, every: float) -> list[tuple[float, float]]:
+    """Wait ``seconds`` (a benchmark measuring idle cost, not a test synchronising on something),
+    sampling the operator's RSS every ``every`` seconds: [(seconds since the start, MiB)]."""
+    began, samples = time.monotonic(), []
+    while True:
+        elapsed = time.monotonic() - began
+        samples.append((elapsed, memory_mib(pid, "VmRSS")))
+        if elapsed >= seconds:
+            return samples
+        time.sleep(min(every or seconds, seconds - elapsed))
+
+
 def run(label: str, tree: Path, args, sizes: list[int]) -> None:
     # kwok's nodes take 250 pods each: enough of them for the largest step and the quickstart
     plane = controlplane.start(nodes=2 + max(sizes) // 250, audit_namespaces=(NAMESPACE,))
@@ -214,7 +228,7 @@ def run(label: str, tree: Path, args, sizes: list[int]) -> None:
             python0, helm0 = cpu_seconds(pid)
             wall0, began = time.time(), time.monotonic()
             spy = profile(pid, args.idle, Path(args.profile) / f"{label}-rest-{size}.txt") if args.profile else None
-            time.sleep(args.idle)  # a benchmark measuring idle cost, not a test synchronising on something
+            samples = rest(pid, args.idle, args.sample)
             seconds, wall1 = time.monotonic() - began, time.time()
             python1, helm1 = cpu_seconds(pid)
             by_verb, by_client = counters.requests(wall0, wall1)
@@ -223,6 +237,9 @@ def run(label: str, tree: Path, args, sizes: list[int]) -> None:
                   f"of a core, helm runs {sum(counters.helm_runs(wall0, wall1).values())}, "
                   f"API {sum(by_verb.values()) / seconds:.2f} req/s ({top(by_verb, seconds)}), "
                   f"RSS {rss0:.0f} -> {memory_mib(pid, 'VmRSS'):.0f} MiB; load {os.getloadavg()[0]:.1f}", flush=True)
+            if len(samples) > 1:
+                print(f"[{label}] RSS at rest, sampled every {args.sample:.0f} s: "
+                      + ", ".join(f"{int(at)} s {mib:.0f}" for at, mib in samples) + " MiB", flush=True)
             if spy:
                 spy.wait()
         operator.stop()
@@ -234,6 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,150", help="agent counts, cumulative (e.g. 50,150,500,1000)")
     parser.add_argument("--idle", type=float, default=30, help="seconds at rest after each step")
+    parser.add_argument("--sample", type=float, default=0, help="sample the RSS at rest every this many seconds")
     parser.add_argument("--fairness", action="store_true", help="edit an agent during the last step's sync")
     parser.add_argument("--trees", default="", help="label=checkout,... (default: this checkout)")
     parser.add_argument("--rounds", type=int, default=1)
