@@ -154,7 +154,7 @@ class ApprovalGate:
                                             f"(TOOL_APPROVAL_TIMEOUT_SECONDS); {outcome} (TOOL_APPROVAL_ON_TIMEOUT={rule})")
 
     def _interrupted(self, approval: Approval) -> str:
-        if self.store.durable:
+        if self.store.journal.durable:
             return (f"the agent process is stopping; approval {approval.id} stays pending in Redis and the run "
                     f"resumes after the decision on another agent process; its answer will be in the memory of "
                     f"session {approval.session_id}")

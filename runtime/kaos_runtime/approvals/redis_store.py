@@ -6,9 +6,7 @@ Keys (``P`` is the memory's key prefix, ``kaos:agent:<AGENT_NAME>`` by default):
 - ``P:approval:<id>``  hash: ``record`` (the approval as requested, JSON), ``expires_at``, and
                        once settled ``status``, ``decided_by``, ``decided_at``, ``reason``;
 - ``P:approvals``      sorted set: id -> requested time (at most ``MAX_APPROVALS``, oldest dropped);
-- ``P:run:<run>``      hash: ``snapshot`` (what the run needs to resume) and ``outcome:<i>``;
-- ``P:runs``           set of the runs waiting; ``P:run:<run>:owner`` the lease of the process
-                       that holds one (``LEASE_SECONDS``, renewed while it lives).
+- the journal of waiting runs (``P:run:...``, ``P:runs``): ``journal.RedisRunJournal``.
 
 A settle is one Lua script (compare-and-set on ``status``) that publishes the id on
 ``P:approvals:settled``; a waiting process listens there (one subscription per process), and
@@ -18,9 +16,7 @@ a decision taken in the same process wakes its waiter directly.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import uuid
 from contextlib import asynccontextmanager
 
 from redis.exceptions import RedisError
@@ -28,12 +24,12 @@ from redis.exceptions import RedisError
 from ..core.redis_client import describe_url, redis_client
 from ..core.settings import MemorySettings
 from ..memory import MemoryUnavailable
+from .journal import RedisRunJournal
 from .record import PENDING, Approval
 from .store import MAX_APPROVALS, AlreadySettled, ApprovalStore, UnknownApproval, Waiters
 
 log = logging.getLogger("kaos_runtime.approvals")
 
-LEASE_SECONDS = 10.0
 # A waiter also reads the approval this often, in case a published decision was missed.
 RECHECK_SECONDS = 2.0
 
@@ -63,14 +59,6 @@ if extra > 0 then
 end
 """
 
-# KEYS: owner keys. ARGV: this process's token. Deletes those still held by it.
-_RELEASE = """
-for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
-end
-"""
-
-
 @asynccontextmanager
 async def _reachable(client, what: str):
     """A Redis failure as MemoryUnavailable (the HTTP layer's 503), naming what failed."""
@@ -94,26 +82,20 @@ def _approval_of(fields: dict) -> Approval | None:
 
 
 class RedisApprovalStore(ApprovalStore):
-    durable = True
 
     def __init__(self, config: MemorySettings, agent_name: str, limit: int = MAX_APPROVALS) -> None:
         prefix = config.key_prefix or f"kaos:agent:{agent_name}"
         self._approval_prefix = f"{prefix}:approval:"
         self._index = f"{prefix}:approvals"
         self._channel = f"{prefix}:approvals:settled"
-        self._run_prefix = f"{prefix}:run:"
-        self._runs = f"{prefix}:runs"
         self._limit = limit
         self.client = redis_client(config.redis_url.get_secret_value(), config.redis_timeout)
         self._settle = self.client.register_script(_SETTLE)
         self._trim = self.client.register_script(_TRIM)
-        self._release = self.client.register_script(_RELEASE)
-        self._token = uuid.uuid4().hex  # this process, as the holder of leases
-        self._held: set[str] = set()  # runs this process holds
+        self.journal = RedisRunJournal(self.client, prefix)
         self._waiters = Waiters()
         self._listener: asyncio.Task | None = None
         self._subscribed: asyncio.Future | None = None
-        self._heartbeat: asyncio.Task | None = None
 
     def _key(self, approval_id: str) -> str:
         return self._approval_prefix + approval_id
@@ -203,71 +185,9 @@ class RedisApprovalStore(ApprovalStore):
             finally:
                 await pubsub.aclose()
 
-    # The journal of waiting runs.
-
-    def _owner(self, run_id: str) -> str:
-        return f"{self._run_prefix}{run_id}:owner"
-
-    async def save_run(self, run_id: str, snapshot: dict) -> None:
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(self._run_prefix + run_id, "snapshot", json.dumps(snapshot, separators=(",", ":")))
-            pipe.sadd(self._runs, run_id)
-            pipe.set(self._owner(run_id), self._token, px=int(LEASE_SECONDS * 1000))
-            await pipe.execute()
-        self._hold(run_id)
-
-    def _hold(self, run_id: str) -> None:
-        self._held.add(run_id)
-        if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.create_task(self._renew_leases())
-
-    async def _renew_leases(self) -> None:
-        while self._held:
-            await asyncio.sleep(LEASE_SECONDS / 3)
-            try:
-                async with self.client.pipeline(transaction=False) as pipe:
-                    for run_id in list(self._held):
-                        pipe.pexpire(self._owner(run_id), int(LEASE_SECONDS * 1000))
-                    await pipe.execute()
-            except RedisError as error:
-                log.warning("approvals: renewing the leases of waiting runs failed: %s", error)
-
-    async def save_outcome(self, run_id: str, index: int, outcome: dict) -> None:
-        await self.client.hset(self._run_prefix + run_id, f"outcome:{index}", json.dumps(outcome))
-
-    async def load_run(self, run_id: str) -> tuple[dict | None, dict[int, dict]]:
-        fields = await self.client.hgetall(self._run_prefix + run_id)
-        if "snapshot" not in fields:
-            return None, {}
-        outcomes = {int(name.split(":", 1)[1]): json.loads(value)
-                    for name, value in fields.items() if name.startswith("outcome:")}
-        return json.loads(fields["snapshot"]), outcomes
-
-    async def drop_run(self, run_id: str) -> None:
-        self._held.discard(run_id)
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(self._run_prefix + run_id, self._owner(run_id))
-            pipe.srem(self._runs, run_id)
-            await pipe.execute()
-
-    async def claim_orphaned_runs(self) -> list[str]:
-        claimed = []
-        for run_id in await self.client.smembers(self._runs):
-            if run_id in self._held:
-                continue
-            if await self.client.set(self._owner(run_id), self._token, px=int(LEASE_SECONDS * 1000), nx=True):
-                self._hold(run_id)
-                claimed.append(run_id)
-        return claimed
-
-    async def release_runs(self) -> None:
-        held, self._held = list(self._held), set()
-        if held:
-            await self._release(keys=[self._owner(run_id) for run_id in held], args=[self._token])
-
     async def close(self) -> None:
-        for task in (self._listener, self._heartbeat):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        await self.journal.close()
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
         await self.client.aclose()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 
+from .journal import RunJournal
 from .record import Approval
 
 # Approvals kept per agent, decided or not (the oldest dropped first).
@@ -58,7 +59,7 @@ class Waiters:
 
 
 class ApprovalStore(ABC):
-    durable = False  # approvals and waiting runs outlive this process
+    journal = RunJournal()  # of runs waiting for a decision: kept only where approvals outlive this process
 
     @abstractmethod
     async def add(self, approval: Approval) -> None: ...
@@ -79,26 +80,5 @@ class ApprovalStore(ABC):
     @abstractmethod
     async def wait(self, approval_id: str, timeout: float) -> Approval | None:
         """The approval once settled, or None after ``timeout`` seconds."""
-
-    # The journal of waiting runs: only a durable store keeps one.
-
-    async def save_run(self, run_id: str, snapshot: dict) -> None:
-        """Keep what a run needs to resume, held by this process (a lease it renews)."""
-
-    async def save_outcome(self, run_id: str, index: int, outcome: dict) -> None:
-        """What the ``index``-th action of the waiting step produced (not redone on resume)."""
-
-    async def load_run(self, run_id: str) -> tuple[dict | None, dict[int, dict]]:
-        return None, {}
-
-    async def drop_run(self, run_id: str) -> None:
-        """The run went past its waiting step (or ended)."""
-
-    async def claim_orphaned_runs(self) -> list[str]:
-        """Runs that no live process holds, now held by this one."""
-        return []
-
-    async def release_runs(self) -> None:
-        """Let go of every run this process holds (it stops; another process resumes them)."""
 
     async def close(self) -> None: ...

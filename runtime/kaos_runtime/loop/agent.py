@@ -165,11 +165,11 @@ class Agent:
     async def resume(self, run_id: str) -> Answer | None:
         """Go on with a journaled run whose process stopped while it waited for an approval
         (its answer goes to memory, as every answer does); None if the journal has no such run."""
-        store = self.approvals.store if self.approvals is not None else None
-        snapshot, outcomes = await store.load_run(run_id) if store is not None else (None, {})
+        journal = self.approvals.store.journal if self.approvals is not None else None
+        snapshot, outcomes = await journal.load_run(run_id) if journal is not None else (None, {})
         if snapshot is None:
-            if store is not None:
-                await store.drop_run(run_id)
+            if journal is not None:
+                await journal.drop_run(run_id)
             return None
         state = RunState.restored(run_id, snapshot, outcomes)
         log.info("resuming run %s of session %s at step %d", run_id, state.request.session_id, state.first_step)
@@ -291,11 +291,11 @@ class Agent:
     async def _act_all(self, state: RunState, step: int, reply: ModelReply, actions: list[Action]) -> list[Outcome]:
         """The actions of one step, concurrently; journaled when one of them waits for a
         decision and the approval store outlives this process."""
-        store = self.approvals.store if self.approvals is not None else None
-        journal = store is not None and store.durable and any(map(self._gated, actions))
+        journal = self.approvals.store.journal if self.approvals is not None else None
+        journaled = journal is not None and journal.durable and any(map(self._gated, actions))
         done = state.resumed_outcomes if state.resumed_reply is not None and step == state.first_step else {}
-        if journal and state.resumed_reply is None:
-            await store.save_run(state.run_id, state.snapshot(step, reply))
+        if journaled and state.resumed_reply is None:
+            await journal.save_run(state.run_id, state.snapshot(step, reply))
 
         async def act(index: int, action: Action) -> Outcome:
             if index in done:
@@ -305,18 +305,18 @@ class Agent:
                           watcher=state.watcher)
             with calling_for(state.request.caller, state.request.caller_groups):  # whom MCP servers are told
                 outcome = await self._act(action, state, where)
-            if journal:
-                await store.save_outcome(state.run_id, index, asdict(outcome))
+            if journaled:
+                await journal.save_outcome(state.run_id, index, asdict(outcome))
             return outcome
 
         try:
             outcomes = await asyncio.gather(*(act(index, action) for index, action in enumerate(actions)))
         except asyncio.CancelledError:
-            if journal and not self.approvals.stopping:  # the request went away: nothing resumes it
-                await store.drop_run(state.run_id)
+            if journaled and not self.approvals.stopping:  # the request went away: nothing resumes it
+                await journal.drop_run(state.run_id)
             raise
-        if journal:
-            await store.drop_run(state.run_id)
+        if journaled:
+            await journal.drop_run(state.run_id)
         state.resumed_reply = None
         return list(outcomes)
 

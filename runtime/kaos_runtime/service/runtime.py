@@ -81,7 +81,7 @@ class Runtime:
         self._startup = asyncio.create_task(self._prepare())
         if self.long_term is not None:
             self._sweeper = asyncio.create_task(self.long_term.keep_sweeping())
-        if self.approvals.store.durable and self.approvals.policy.enabled:
+        if self.approvals.store.journal.durable and self.approvals.policy.enabled:
             self._resumer = asyncio.create_task(self._resume_orphaned_runs())
 
     def stopping(self) -> None:
@@ -94,7 +94,7 @@ class Runtime:
         failing = False
         while not self.approvals.stopping:
             try:
-                for run_id in await self.approvals.store.claim_orphaned_runs():
+                for run_id in await self.approvals.store.journal.claim_orphaned_runs():
                     task = asyncio.create_task(self._resume(run_id))
                     self._resumed.add(task)
                     task.add_done_callback(self._resumed.discard)
@@ -136,7 +136,7 @@ class Runtime:
             if task is not None:
                 task.cancel()
         await asyncio.gather(*self._resumed, return_exceptions=True)
-        await self.approvals.store.release_runs()
+        await self.approvals.store.journal.release_runs()
         await self.approvals.store.close()
         await self.tools.close()
         await self.peers.close()
