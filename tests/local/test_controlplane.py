@@ -45,13 +45,17 @@ def agent(name="a", **spec):
             "spec": {"modelAPI": "llm", "model": "m", **spec}}
 
 
+def stand_in_plane(tmp_path, stand_in: str = STAND_IN) -> ControlPlane:
+    """A control plane (not started) whose every program is ``stand_in``."""
+    program = tmp_path / "stand-in"
+    program.write_text(stand_in)
+    program.chmod(0o755)
+    return ControlPlane(tmp_path / "home", Settings.from_env({}), which=lambda name: str(program))
+
+
 @pytest.fixture
 async def control(tmp_path):
-    program = tmp_path / "stand-in"
-    program.write_text(STAND_IN)
-    program.chmod(0o755)
-    settings = Settings.from_env({})
-    plane = ControlPlane(tmp_path / "home", settings, which=lambda name: str(program))
+    plane = stand_in_plane(tmp_path)
     plane.start()
     yield plane
     await plane.stop()

@@ -14,9 +14,8 @@ import httpx
 import pytest
 
 from kaos.api import API_VERSION
-from kaos.local.controlplane import ControlPlane
 from kaos.reconcile import Ref
-from kaos.settings import Settings
+from tests.local.test_controlplane import stand_in_plane
 from tests.support.polling import eventually
 
 STAND_IN = textwrap.dedent(f"""\
@@ -61,10 +60,7 @@ def closed_port() -> int:
 
 @pytest.fixture
 async def control(tmp_path):
-    program = tmp_path / "stand-in"
-    program.write_text(STAND_IN)
-    program.chmod(0o755)
-    plane = ControlPlane(tmp_path / "home", Settings.from_env({}), which=lambda name: str(program))
+    plane = stand_in_plane(tmp_path, STAND_IN)
     plane.loop.memory.every = 0.2  # re-checked often, so that a store coming back is seen quickly
     plane.start()
     yield plane

@@ -22,7 +22,7 @@ from kaos.local.workloads import local_which
 from kaos.reconcile import Ref
 from kaos.routes import Route
 from kaos.settings import Settings
-from tests.local.test_controlplane import MODELAPI, STAND_IN, agent, info, phase
+from tests.local.test_controlplane import MODELAPI, agent, info, phase, stand_in_plane
 from tests.support.polling import eventually
 
 REDIS_OWN = {"backend": "redis", "redis": {"url": {"value": "redis://127.0.0.1:1/0"}}}
@@ -30,11 +30,7 @@ REDIS_OWN = {"backend": "redis", "redis": {"url": {"value": "redis://127.0.0.1:1
 
 @pytest.fixture
 async def control(tmp_path):
-    program = tmp_path / "stand-in"
-    program.write_text(STAND_IN)
-    program.chmod(0o755)
-    settings = Settings.from_env({})
-    plane = ControlPlane(tmp_path / "home", settings, which=lambda name: str(program))
+    plane = stand_in_plane(tmp_path)
     plane.start()
     yield plane
     await plane.stop()
