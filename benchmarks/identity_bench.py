@@ -1,7 +1,7 @@
 """What checking a user's token costs an agent: OIDC access tokens (a real issuer, Ory Hydra)
 against API keys and no authentication, interleaved in one run.
 
-    python benchmarks/identity_bench.py [--requests 400] [--rounds 6]
+    python benchmarks/identity_bench.py [--requests 400] [--rounds 6] [--delegations 50]
 
 Starts Ory Hydra (scripts/setup-identity builds it) and three agents on 127.0.0.1: "open" (no
 authentication), "key" (AUTH_API_KEYS) and "oidc" (AUTH_OIDC_ISSUER; its keys discovered on the
@@ -14,12 +14,20 @@ check in this process, without HTTP: a warm token (an agent verifies a token onc
 it until it expires), an API key, and a token it has not seen (signature, issuer, audience,
 expiry; the keys already fetched), the cost of a new sign-in's first request. Not a test: it
 prints figures; the target is <= 0.1 ms p50 added per request.
+
+Then delegation (``--delegations`` per side and round): a worker that knows only API keys, and two
+coordinators that delegate to it with their key, scripted (DEBUG_MOCK_RESPONSES: a ``delegate``
+block, then the answer): "key" is called with an API key (no person: no on-behalf-of
+assertion), "user" with a user's token (the signed assertion of the user and their groups goes
+with the delegation, and the worker verifies it). Chat completions are timed end to end,
+interleaved; the target is "user" <= 1.2x "key".
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -64,6 +72,57 @@ async def timed(call, count: int) -> list[float]:
         await call()
         found.append(time.perf_counter() - began)
     return found
+
+
+def scripted_delegations(count: int) -> str:
+    """A coordinator's DEBUG_MOCK_RESPONSES: ``count`` turns of a delegation, then its answer."""
+    block = "```delegate\n" + json.dumps({"agent": "bench-worker", "task": "answer"}) + "\n```"
+    return json.dumps([block, "done"] * count)
+
+
+async def chats(url: str, headers: dict, count: int) -> list[float]:
+    found = []
+    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+        for number in range(count):
+            began = time.perf_counter()
+            response = await http.post(url + "/v1/chat/completions", json={
+                "model": "m", "messages": [{"role": "user", "content": f"ask the worker {number}"}]})
+            found.append(time.perf_counter() - began)
+            if response.status_code != 200 or response.json()["choices"][0]["message"]["content"] != "done":
+                raise RuntimeError(f"{url}: {response.status_code} {response.text}")
+    return found
+
+
+async def delegation(hydra: Hydra, token: str, args, log_dir: str, agents: list) -> None:
+    """Delegations with and without the user's identity travelling with them, interleaved."""
+    total = args.delegations * args.rounds
+    worker = start_agent("bench-worker", {"AUTH_API_KEYS": "coordinator-key",
+                                          "DEBUG_MOCK_RESPONSES": json.dumps(["worked"] * 2 * (total + 1))}, log_dir)
+    agents.append(worker)
+    peer = {"PEER_AGENTS": "bench-worker", "PEER_AGENT_BENCH_WORKER_CARD_URL": worker.url + "/.well-known/agent",
+            "AUTH_OUTBOUND_TOKEN": "coordinator-key", "DEBUG_MOCK_RESPONSES": scripted_delegations(total + 1)}
+    sides = {
+        "key": ({**peer, "AUTH_API_KEYS": KEY}, {"Authorization": f"Bearer {KEY}"}),
+        "user": ({**peer, "AUTH_OIDC_ISSUER": hydra.issuer, "AUTH_OIDC_AUDIENCE": AUDIENCE},
+                 {"Authorization": f"Bearer {token}"}),
+    }
+    services = {}
+    for name, (env, headers) in sides.items():
+        services[name] = start_agent(f"bench-coord-{name}", env, log_dir)
+        agents.append(services[name])
+        await chats(services[name].url, headers, 1)  # the worker's card read, the connection open
+    pooled: dict[str, list[float]] = {name: [] for name in sides}
+    medians: dict[str, list[float]] = {name: [] for name in sides}
+    for round_ in range(args.rounds):
+        for name in (list(sides) if round_ % 2 == 0 else list(sides)[::-1]):
+            found = await chats(services[name].url, sides[name][1], args.delegations)
+            pooled[name] += found
+            medians[name].append(statistics.median(found))
+    print(f"a chat completion that delegates once, {args.delegations} x {args.rounds} rounds each, interleaved (p50):")
+    for name in sides:
+        print(f"  {name:<6} {ms(statistics.median(pooled[name])):>10}")
+    ratios = [user / key for user, key in zip(medians["user"], medians["key"])]
+    print(f"  user / key {statistics.median(ratios):.3f}x (median of the rounds' ratios; target <= 1.2x)")
 
 
 async def in_process(hydra: Hydra, token: str, count: int) -> None:
@@ -114,6 +173,7 @@ async def main(args) -> None:
             paired = [a - b for a, b in zip(medians["oidc"], medians[other])]
             print(f"  oidc - {other:<5} {ms(statistics.median(paired)):>10} (median of the rounds' differences)")
         await in_process(hydra, token, 10 * args.requests)
+        await delegation(hydra, token, args, log_dir, agents)
     finally:
         for service in agents:
             service.stop()
@@ -124,4 +184,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--delegations", type=int, default=50, help="delegating chats per side and round")
     asyncio.run(main(parser.parse_args()))
