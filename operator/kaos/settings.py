@@ -129,7 +129,7 @@ class Settings(BaseSettings):
     # ScaledObject querying this Prometheus (else an HPA on the custom metrics API).
     autoscaling_keda_enabled: bool = False
     autoscaling_keda_prometheus_url: str = ""
-    # `kaos up`'s console signs people in with OpenID Connect (docs/console.md, "Sign-in"): the
+    # `kaos up`'s console signs people in with OpenID Connect (docs/local.md, "Sign-in"): the
     # issuer, the console's public client there, the audience of the access tokens it asks for
     # (the agents' spec.auth.oidc.audience). In a cluster: the platform chart's console.oidc.
     console_oidc_issuer: str = ""

@@ -148,6 +148,23 @@ class Hydra:
                               json=[{"op": "replace", "path": "/redirect_uris", "value": [redirect_uri]}])
         assert changed.status_code == 200, changed.text
 
+    def code(self, client_id: str, redirect_uri: str, user: str, params: dict[str, str]) -> str:
+        """An authorization code for ``user`` (one of USERS) as a browser's client gets it back,
+        for an authorization request with ``params`` (state, nonce, code_challenge, audience...);
+        the ID token carries the user's name and groups."""
+        with httpx.Client(timeout=TIMEOUT) as browser:
+            started = browser.get(self.issuer + "/oauth2/auth", params={
+                "client_id": client_id, "response_type": "code", "redirect_uri": redirect_uri,
+                "scope": "openid profile", **params})
+            login = self._accept(started, "login", {"subject": user, "remember": False})
+            groups = USERS[user]
+            consent = self._accept(browser.get(login), "consent", {
+                "grant_scope": ["openid", "profile"], "grant_access_token_audience": [params.get("audience", "")],
+                "session": {"access_token": {"groups": groups}, "id_token": {"groups": groups, "name": user}}})
+            done = browser.get(consent)
+            assert done.status_code in (302, 303), done.text
+            return parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+
     def token(self, client: Client, user: str, audience: str) -> str:
         """An access token for ``user`` (one of USERS, with its groups) and ``audience``: the
         authorization-code flow, the login and consent accepted as the login app would."""

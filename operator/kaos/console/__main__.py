@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-file", type=Path, help="CA bundle for --api-server")
     p.add_argument("--namespace", action="append", default=[], dest="namespaces",
                    help="show only this namespace (repeat for several; default: every namespace)")
-    sign_in = p.add_argument_group("sign-in", "people sign in with OpenID Connect (docs/console.md, \"Sign-in\")")
+    sign_in = p.add_argument_group("sign-in", "people sign in with OpenID Connect (docs/local.md, \"Sign-in\")")
     sign_in.add_argument("--oidc-issuer", default="", help="the issuer URL; with --oidc-client-id the page requires sign-in")
     sign_in.add_argument("--oidc-client-id", default="", help="the console's public client at the issuer")
     sign_in.add_argument("--oidc-audience", default="",

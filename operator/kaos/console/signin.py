@@ -1,4 +1,4 @@
-"""Signing people in to the console with OpenID Connect (docs/console.md, "Sign-in").
+"""Signing people in to the console with OpenID Connect (docs/local.md, "Sign-in").
 
 The browser runs the authorization-code flow with PKCE (S256): it makes the code verifier, the
 state and the nonce, keeps them in the tab's sessionStorage, goes to the issuer's authorization

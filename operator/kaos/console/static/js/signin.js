@@ -1,4 +1,4 @@
-// Signing in with OpenID Connect (docs/console.md, "Sign-in"): the authorization-code flow with
+// Signing in with OpenID Connect (docs/local.md, "Sign-in"): the authorization-code flow with
 // PKCE (S256). The tab makes the code verifier, the state and the nonce, keeps them in its
 // sessionStorage while the issuer asks the person to sign in, checks the state when it comes
 // back with a code, and has the console's server exchange the code (it checks the ID token and
