@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(400)
 
 AUDIENCE = "kaos-console-agents"
 PEOPLE = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"],
-          "dave": ["auditors", "engineering"]}
+          "dave": ["auditors", "engineering"], "erin": ["marketing"]}
 BOB_ANSWER = "Hello bob: your notes are groceries and ideas."
 CAROL_ANSWER = "Hello carol: you have two notes."
 DONE_ANSWER = "Done: the note groceries is deleted as decided."
@@ -141,7 +141,7 @@ def test_people_sign_in_and_see_what_the_agent_lets_them(browser, signed_kaos, s
                 row = dave.locator('tr[data-status="pending"]')
                 row.wait_for()
                 row.get_by_role("button", name="Approve").first.click()
-                refusal = row.locator("p.error")
+                refusal = row.locator("p.denied")
                 eventually_true(lambda: "not allowed: approver" in refusal.inner_text(), what="dave's refusal")
                 screenshots.save(dave, "signin-4-dave-refused")
 
@@ -174,6 +174,21 @@ def test_people_sign_in_and_see_what_the_agent_lets_them(browser, signed_kaos, s
         bob.get_by_role("button", name="Sign out").click()
         bob.get_by_role("heading", name="Sign in to the KAOS console").wait_for()
         assert bob.evaluate("sessionStorage.getItem('kaos-console-signin')") is None
+
+
+def test_a_person_without_grants_is_told_which_one_is_missing(browser, signed_kaos, screenshots):
+    """erin's group has no rule of the agent's spec.access: her chat and the agent's memory say
+    what she lacks, as a refusal, not as a failure of the page."""
+    kaos, _ = signed_kaos
+    with signed_in(browser, kaos, "erin", "/#/agent/default/ops") as (erin, _):
+        erin.locator('[data-skill="delete_note"]').wait_for()
+        chat(erin, "Hello")
+        refusal = erin.locator("p.denied")
+        refusal.wait_for()
+        assert "not allowed: 'chat'" in refusal.inner_text(), refusal.inner_text()
+        erin.goto("/#/memory/default/ops")
+        eventually_true(lambda: "not allowed: 'read'" in erin.locator("p.denied").inner_text(), what="erin's memory refusal")
+        screenshots.save(erin, "signin-6-erin-refused")
 
 
 def test_an_answer_for_another_sign_in_is_refused(browser, signed_kaos):
