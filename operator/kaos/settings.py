@@ -131,10 +131,13 @@ class Settings(BaseSettings):
     autoscaling_keda_prometheus_url: str = ""
     # `kaos up`'s console signs people in with OpenID Connect (docs/local.md, "Sign-in"): the
     # issuer, the console's public client there, the audience of the access tokens it asks for
-    # (the agents' spec.auth.oidc.audience). In a cluster: the platform chart's console.oidc.
+    # (the agents' spec.auth.oidc.audience), the scopes asked for (empty: openid profile) and the
+    # ID token's groups claim (empty: groups). In a cluster: the platform chart's console.oidc.
     console_oidc_issuer: str = ""
     console_oidc_client_id: str = Field("", validate_default=True)
     console_oidc_audience: str = ""
+    console_oidc_scopes: str = ""
+    console_oidc_groups_claim: str = ""
     # Fail closed: a resource without authentication configured is Failed, not served open.
     auth_required: bool = False
     health_host: str = "0.0.0.0"

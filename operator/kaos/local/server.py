@@ -195,7 +195,8 @@ async def serve(
 
     token = new_token()
     signin_config = SignInConfig.of(settings.console_oidc_issuer, settings.console_oidc_client_id,
-                                    settings.console_oidc_audience)
+                                    settings.console_oidc_audience, settings.console_oidc_scopes,
+                                    settings.console_oidc_groups_claim)
     signin = SignIn(signin_config) if signin_config else None
     app = App(control, port, shutdown, token, signin)
     server = _Server(uvicorn.Config(
