@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import time
 
 import httpx
 import jwt
@@ -100,3 +101,43 @@ def test_a_console_without_an_issuer_signs_no_one_in():
         assert httpx.get(f"{url}/_console/api/signin", timeout=30).json() == {"enabled": False}
         refused = exchange(url, {})
         assert refused.status_code == 404 and "no OIDC issuer" in refused.json()["error"]
+
+
+def test_an_id_token_of_another_key_client_or_sign_in_is_refused():
+    """verify_id_token (PyJWT): the signature, the audience (this client) and the nonce."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from kaos.console.signin import SignInError, verify_id_token
+
+    config = SignInConfig.of("http://issuer.test", "kaos-console")
+    key, other = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+
+    def token(signer=key, **claims) -> str:
+        now = int(time.time())
+        body = {"iss": "http://issuer.test", "aud": "kaos-console", "sub": "alice", "iat": now, "exp": now + 60,
+                "nonce": "n1", **claims}
+        return jwt.encode(body, signer, algorithm="RS256")
+
+    assert verify_id_token(token(), key.public_key(), config, "n1")["sub"] == "alice"
+    for forged, words in ((token(signer=other), "Signature verification failed"),
+                          (token(aud="another-app"), "Audience doesn't match"),
+                          (token(exp=int(time.time()) - 120), "Signature has expired"),
+                          (token(azp="another-app"), "issued to 'another-app'")):
+        with pytest.raises(SignInError, match=words):
+            verify_id_token(forged, key.public_key(), config, "n1")
+    with pytest.raises(SignInError, match="nonce") as refused:
+        verify_id_token(token(), key.public_key(), config, "n2")
+    assert refused.value.status == 400
+
+
+def test_half_a_sign_in_configuration_is_refused_by_name():
+    from kaos.console.__main__ import main
+    from kaos.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="needs both KAOS_CONSOLE_OIDC_ISSUER and KAOS_CONSOLE_OIDC_CLIENT_ID"):
+        Settings.from_env({"KAOS_CONSOLE_OIDC_ISSUER": "https://id.example.com"})
+    with pytest.raises(SettingsError, match="not an http"):
+        Settings.from_env({"KAOS_CONSOLE_OIDC_ISSUER": "id.example.com", "KAOS_CONSOLE_OIDC_CLIENT_ID": "c"})
+    with pytest.raises(SystemExit) as exited:
+        main(["--oidc-client-id", "kaos-console"])
+    assert exited.value.code == 2
