@@ -129,6 +129,15 @@ class Settings(BaseSettings):
     # ScaledObject querying this Prometheus (else an HPA on the custom metrics API).
     autoscaling_keda_enabled: bool = False
     autoscaling_keda_prometheus_url: str = ""
+    # `kaos up`'s console signs people in with OpenID Connect (docs/local.md, "Sign-in"): the
+    # issuer, the console's public client there, the audience of the access tokens it asks for
+    # (the agents' spec.auth.oidc.audience), the scopes asked for (empty: openid profile) and the
+    # ID token's groups claim (empty: groups). In a cluster: the platform chart's console.oidc.
+    console_oidc_issuer: str = ""
+    console_oidc_client_id: str = Field("", validate_default=True)
+    console_oidc_audience: str = ""
+    console_oidc_scopes: str = ""
+    console_oidc_groups_claim: str = ""
     # Fail closed: a resource without authentication configured is Failed, not served open.
     auth_required: bool = False
     health_host: str = "0.0.0.0"
@@ -174,6 +183,16 @@ class Settings(BaseSettings):
     def _mirror(cls, value: str) -> str:
         if value:
             parse_registry(value)  # ValueError: says what is wrong
+        return value
+
+    @field_validator("console_oidc_client_id")
+    @classmethod
+    def _console_client(cls, value: str, info) -> str:
+        issuer = info.data.get("console_oidc_issuer", "")
+        if bool(value.strip()) != bool(issuer.strip()):
+            raise ValueError("console sign-in needs both KAOS_CONSOLE_OIDC_ISSUER and KAOS_CONSOLE_OIDC_CLIENT_ID")
+        if issuer and not issuer.startswith(("https://", "http://")):
+            raise ValueError(f"KAOS_CONSOLE_OIDC_ISSUER {issuer!r} is not an http(s) URL")
         return value
 
     @field_validator("log_level")

@@ -1,8 +1,8 @@
 """The platform chart's console (console.enabled): its Deployment, Service, ServiceAccount and a
 ClusterRole that only reads the kaos.tools resources, bound cluster-wide or per watched namespace."""
 
-from kaos.console.__main__ import parser
-from tests.charts.rendering import kinds, one, render
+from kaos.console.__main__ import parser, signin_of
+from tests.charts.rendering import kinds, one, render, render_error
 
 NS = "kaos-system"
 
@@ -101,3 +101,21 @@ def test_a_bad_console_value_fails_with_its_name():
                           ({"console": {"service": {"type": "Ingress"}}}, "type")]:
         message = render_error("kaos", values)
         assert "schema" in message and named in message, message
+
+
+def test_console_oidc_becomes_the_sign_in_of_kaos_console():
+    """console.oidc -> the --oidc-* options kaos-console reads (docs/local.md, "Sign-in")."""
+    (container,) = one(console({"console": {"oidc": {"issuer": "https://id.example.com/realms/kaos",
+                                                      "clientID": "kaos-console", "audience": "kaos-agents"}}}),
+                       "Deployment", "kaos-console")["spec"]["template"]["spec"]["containers"]
+    config = signin_of(parser().parse_args(container["args"])).config
+    assert (config.issuer, config.client_id, config.audience, config.scopes, config.groups_claim) == (
+        "https://id.example.com/realms/kaos", "kaos-console", "kaos-agents", "openid profile", "groups")
+    (plain,) = one(console(), "Deployment", "kaos-console")["spec"]["template"]["spec"]["containers"]
+    assert signin_of(parser().parse_args(plain["args"])) is None, "no issuer: no sign-in"
+
+
+def test_a_half_given_console_oidc_is_refused_by_name():
+    assert "console.oidc.issuer is required" in render_error("kaos", {"console": {"enabled": True, "oidc": {"clientID": "c"}}})
+    assert "console.oidc.clientID is required" in render_error(
+        "kaos", {"console": {"enabled": True, "oidc": {"issuer": "https://id.example.com"}}})

@@ -10,13 +10,16 @@ browser would and accepts the login and consent through Hydra's admin API for on
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import secrets
 import shutil
 import subprocess
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import parse_qs, urlsplit
@@ -41,11 +44,12 @@ serve:
   admin: {{host: 127.0.0.1, port: {admin}}}
 urls:
   self: {{issuer: "http://127.0.0.1:{public}"}}
-  login: "http://127.0.0.1:9/login"
-  consent: "http://127.0.0.1:9/consent"
+  login: "{login_app}/login"
+  consent: "{login_app}/consent"
 strategies:
   access_token: jwt
 oauth2:
+  pkce: {{enforced_for_public_clients: true}}  # a browser's client (the console) must send a code challenge
   allowed_top_level_claims: [groups]
   mirror_top_level_claims: false
   hashers: {{algorithm: pbkdf2, pbkdf2: {{iterations: 1000}}}}  # the tests' client secrets: cheap to check
@@ -70,10 +74,12 @@ class Client:
 class Hydra:
     """One Hydra process; ``client`` registers an OAuth client, ``token`` signs a user in."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
+    def __init__(self, binary: str, workdir: Path, login_app: str = "http://127.0.0.1:9") -> None:
         self.public, self.admin = free_port(), free_port()
+        self.login_app: LoginApp | None = None
         config = workdir / f"hydra-{self.public}.yml"
-        config.write_text(CONFIG.format(public=self.public, admin=self.admin, secret=secrets.token_hex(24)))
+        config.write_text(CONFIG.format(public=self.public, admin=self.admin, secret=secrets.token_hex(24),
+                                        login_app=login_app))
         self.log_path = workdir / f"hydra-{self.public}.log"
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen([binary, "serve", "all", "--dev", "--config", str(config)],
@@ -125,6 +131,40 @@ class Hydra:
             assert changed.status_code == 200, changed.text
         return client
 
+    def public_client(self, redirect_uri: str, audiences: list[str]) -> str:
+        """A browser's client (no secret, PKCE enforced): the authorization-code flow back to
+        ``redirect_uri``, scopes openid and profile, access tokens for ``audiences``; its id."""
+        client_id = "kaos-browser-" + secrets.token_hex(4)
+        created = httpx.post(self.admin_url + "/clients", json={
+            "client_id": client_id, "grant_types": ["authorization_code"], "response_types": ["code"],
+            "redirect_uris": [redirect_uri], "scope": "openid profile", "audience": audiences,
+            "token_endpoint_auth_method": "none"}, timeout=TIMEOUT)
+        assert created.status_code == 201, created.text
+        return client_id
+
+    def allow_redirect(self, client_id: str, redirect_uri: str) -> None:
+        """Send ``client_id``'s sign-ins back to ``redirect_uri`` (known once its server listens)."""
+        changed = httpx.patch(f"{self.admin_url}/clients/{client_id}", timeout=TIMEOUT,
+                              json=[{"op": "replace", "path": "/redirect_uris", "value": [redirect_uri]}])
+        assert changed.status_code == 200, changed.text
+
+    def code(self, client_id: str, redirect_uri: str, user: str, params: dict[str, str]) -> str:
+        """An authorization code for ``user`` (one of USERS) as a browser's client gets it back,
+        for an authorization request with ``params`` (state, nonce, code_challenge, audience...);
+        the ID token carries the user's name and groups."""
+        with httpx.Client(timeout=TIMEOUT) as browser:
+            started = browser.get(self.issuer + "/oauth2/auth", params={
+                "client_id": client_id, "response_type": "code", "redirect_uri": redirect_uri,
+                "scope": "openid profile", **params})
+            login = self._accept(started, "login", {"subject": user, "remember": False})
+            groups = USERS[user]
+            consent = self._accept(browser.get(login), "consent", {
+                "grant_scope": ["openid", "profile"], "grant_access_token_audience": [params.get("audience", "")],
+                "session": {"access_token": {"groups": groups}, "id_token": {"groups": groups, "name": user}}})
+            done = browser.get(consent)
+            assert done.status_code in (302, 303), done.text
+            return parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+
     def token(self, client: Client, user: str, audience: str) -> str:
         """An access token for ``user`` (one of USERS, with its groups) and ``audience``: the
         authorization-code flow, the login and consent accepted as the login app would."""
@@ -157,14 +197,109 @@ class Hydra:
         return accepted.json()["redirect_to"]
 
 
+class LoginApp:
+    """Hydra's login and consent app for a real browser, on 127.0.0.1 in a thread: ``/login``
+    asks for a user name in a plain form (one of ``users``) and accepts the login challenge as
+    that user; ``/consent`` grants what the client asked for, with the user's groups in the
+    access token and the ID token (and the name in the ID token)."""
+
+    def __init__(self, users: dict[str, list[str]]) -> None:
+        self.users = users
+        self.admin_url = ""  # set once Hydra listens
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                query = {name: values[0] for name, values in parse_qs(url.query).items()}
+                if url.path == "/login":
+                    self._page(200, LOGIN_FORM.format(challenge=html.escape(query.get("login_challenge", ""), quote=True)))
+                elif url.path == "/consent":
+                    self._redirect(app.consent(query.get("consent_challenge", "")))
+                else:
+                    self._page(404, "<p>not found</p>")
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                form = {name: values[0] for name, values in parse_qs(self.rfile.read(size).decode()).items()}
+                user = form.get("user", "").strip()
+                if urlsplit(self.path).path != "/login" or user not in app.users:
+                    self._page(400, f"<p>No user {html.escape(user)!s} here.</p>")
+                    return
+                self._redirect(app.accept("login", form.get("challenge", ""), {"subject": user, "remember": False}))
+
+            def _page(self, status: int, body: str) -> None:
+                data = f"<!doctype html><html><head><title>Test login</title></head><body>{body}</body></html>".encode()
+                self.send_response(status)
+                self.send_header("content-type", "text/html; charset=utf-8")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _redirect(self, location: str) -> None:
+                self.send_response(303)
+                self.send_header("location", location)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def accept(self, step: str, challenge: str, body: dict) -> str:
+        accepted = httpx.put(f"{self.admin_url}/oauth2/auth/requests/{step}/accept",
+                             params={f"{step}_challenge": challenge}, json=body, timeout=TIMEOUT)
+        assert accepted.status_code == 200, accepted.text
+        return accepted.json()["redirect_to"]
+
+    def consent(self, challenge: str) -> str:
+        asked = httpx.get(f"{self.admin_url}/oauth2/auth/requests/consent", params={"consent_challenge": challenge},
+                          timeout=TIMEOUT)
+        assert asked.status_code == 200, asked.text
+        request = asked.json()
+        user = request["subject"]
+        groups = self.users[user]
+        return self.accept("consent", challenge, {
+            "grant_scope": request.get("requested_scope") or ["openid"],
+            "grant_access_token_audience": request.get("requested_access_token_audience") or [],
+            "session": {"access_token": {"groups": groups}, "id_token": {"groups": groups, "name": user}}})
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+
+LOGIN_FORM = """<h1>Test issuer: sign in</h1>
+<form method="post" action="/login">
+  <input type="hidden" name="challenge" value="{challenge}">
+  <label for="user">User name</label> <input id="user" name="user" autocomplete="off">
+  <button type="submit">Log in</button>
+</form>"""
+
+
 @contextmanager
-def running_hydra(directory: Path) -> Iterator[Hydra]:
-    """An issuer for a test module; the test fails (not skips) when Hydra was not built."""
+def running_hydra(directory: Path, browser_users: dict[str, list[str]] | None = None) -> Iterator[Hydra]:
+    """An issuer for a test module; the test fails (not skips) when Hydra was not built. With
+    ``browser_users`` (name -> groups), a real browser signs in through ``LoginApp`` (its URL:
+    the issuer's ``login_app``)."""
     binary = hydra_binary()
     if binary is None:
         pytest.fail("Ory Hydra is missing: run scripts/setup-identity (scripts/setup-test runs it)")
-    issuer = Hydra(binary, directory)
+    login = LoginApp(browser_users) if browser_users is not None else None
     try:
-        yield issuer
+        issuer = Hydra(binary, directory, login.url if login else "http://127.0.0.1:9")
+        issuer.login_app = login
+        if login:
+            login.admin_url = issuer.admin_url
+        try:
+            yield issuer
+        finally:
+            issuer.stop()
     finally:
-        issuer.stop()
+        if login:
+            login.stop()

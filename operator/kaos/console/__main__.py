@@ -21,6 +21,7 @@ from pathlib import Path
 from kaos.console.app import Console
 from kaos.console.catalog import CachedCatalog, CatalogError
 from kaos.console.kubernetes import KubernetesCatalog, ServiceProxy
+from kaos.console.signin import SignIn, SignInConfig
 from kaos.request_guard import Policy, RequestGuard
 
 
@@ -33,6 +34,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-file", type=Path, help="CA bundle for --api-server")
     p.add_argument("--namespace", action="append", default=[], dest="namespaces",
                    help="show only this namespace (repeat for several; default: every namespace)")
+    sign_in = p.add_argument_group("sign-in", "people sign in with OpenID Connect (docs/local.md, \"Sign-in\")")
+    sign_in.add_argument("--oidc-issuer", default="", help="the issuer URL; with --oidc-client-id the page requires sign-in")
+    sign_in.add_argument("--oidc-client-id", default="", help="the console's public client at the issuer")
+    sign_in.add_argument("--oidc-audience", default="",
+                         help="the audience asked for the access token (the agents' spec.auth.oidc.audience)")
+    sign_in.add_argument("--oidc-scopes", default="", help="scopes asked for (default: openid profile)")
+    sign_in.add_argument("--oidc-groups-claim", default="", help="the ID token's claim naming the groups (default: groups)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     return p
 
@@ -43,9 +51,16 @@ def catalog_of(args: argparse.Namespace) -> KubernetesCatalog:
     return KubernetesCatalog.in_cluster(tuple(args.namespaces))
 
 
-def application(catalog, proxy: ServiceProxy) -> RequestGuard:
+def signin_of(args: argparse.Namespace) -> SignIn | None:
+    """The sign-in of the --oidc-* options (None: none asked); ValueError on a half-given one."""
+    config = SignInConfig.of(args.oidc_issuer, args.oidc_client_id, args.oidc_audience, args.oidc_scopes,
+                             args.oidc_groups_claim)
+    return SignIn(config) if config else None
+
+
+def application(catalog, proxy: ServiceProxy, signin: SignIn | None = None) -> RequestGuard:
     """The console behind the request guard: no request from another site, JSON bodies; any Host."""
-    return RequestGuard(Console(catalog, proxy=proxy), Policy(hosts=None))
+    return RequestGuard(Console(catalog, proxy=proxy, signin=signin), Policy(hosts=None))
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -54,7 +69,8 @@ async def serve(args: argparse.Namespace) -> None:
     catalog = catalog_of(args)
     cached = CachedCatalog(catalog, ttl=1.0)
     proxy = ServiceProxy(cached)
-    app = application(cached, proxy)
+    signin = signin_of(args)
+    app = application(cached, proxy, signin)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="off",
                                            log_level=args.log_level.lower(), access_log=False))
     try:
@@ -62,10 +78,17 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         await proxy.aclose()
         await catalog.aclose()
+        if signin is not None:
+            await signin.aclose()
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        SignInConfig.of(args.oidc_issuer, args.oidc_client_id)
+    except ValueError as error:
+        p.error(str(error))
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(serve(args))

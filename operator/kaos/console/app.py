@@ -7,7 +7,11 @@ Paths (``_console`` cannot be a namespace, so nothing here shadows a gateway rou
 - ``GET /_console/api/resources``: ``{"source", "items", "updated"}``, every resource with its
   status and the console's ``health`` ({"state", "label", "detail"}); 502 with ``{"error"}``
   in words when the catalog cannot list them;
-- ``GET /_console/health``: liveness of the console itself.
+- ``GET /_console/health``: liveness of the console itself;
+- ``GET /_console/api/signin``: how the page signs people in (signin.py): ``{"enabled": false}``
+  without an issuer, else the issuer's authorization endpoint, the client id, scopes, audience;
+- ``POST /_console/api/signin/token``: the code exchange of a sign-in (signin.py), answering the
+  tokens and the person, or ``{"error"}`` in words (400, 502).
 
 Anything else goes to ``proxy`` (the cluster's ServiceProxy) when one is given, else 404:
 under ``kaos up`` the local gateway answers the workload paths and never hands them here.
@@ -15,6 +19,7 @@ under ``kaos up`` the local gateway answers the workload paths and never hands t
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -23,6 +28,7 @@ from typing import Awaitable, Callable
 
 from kaos import proxy
 from kaos.console.catalog import Catalog, CatalogError, Health, sort_resources
+from kaos.console.signin import SignIn, SignInError
 
 CONSOLE_PREFIX = "/_console/"
 STATIC_PREFIX = CONSOLE_PREFIX + "static/"
@@ -45,6 +51,9 @@ Proxy = Callable[[dict, Callable, Callable], Awaitable[None]]
 
 
 JSON_HEADERS = [(b"cache-control", b"no-store"), *SECURITY_HEADERS]
+SIGNIN_PATH = CONSOLE_PREFIX + "api/signin"
+EXCHANGE_PATH = SIGNIN_PATH + "/token"
+MAX_EXCHANGE_BYTES = 16 * 1024
 
 
 async def send_json(send, status: int, payload: dict) -> None:
@@ -64,9 +73,10 @@ def static_file(name: str) -> tuple[bytes, str] | None:
 class Console:
     """ASGI app of the console. ``serves(path)`` says which paths are its own (for a mount)."""
 
-    def __init__(self, catalog: Catalog, proxy: Proxy | None = None):
+    def __init__(self, catalog: Catalog, proxy: Proxy | None = None, signin: SignIn | None = None):
         self.catalog = catalog
         self.proxy = proxy
+        self.signin = signin
         self.health = Health()
 
     @staticmethod
@@ -83,10 +93,15 @@ class Console:
             else:
                 await send_json(send, 404, {"error": "not found", "path": path})
             return
+        if path == EXCHANGE_PATH and scope["method"] == "POST":
+            await self._exchange(receive, send)
+            return
         if scope["method"] not in ("GET", "HEAD"):
             await send_json(send, 405, {"error": f"{scope['method']} is not allowed on {path}"})
             return
-        if path == CONSOLE_PREFIX + "api/resources":
+        if path == SIGNIN_PATH:
+            await self._signin(send)
+        elif path == CONSOLE_PREFIX + "api/resources":
             await self._resources(send)
         elif path == CONSOLE_PREFIX + "health":
             await send_json(send, 200, {"status": "ok", "source": self.catalog.source})
@@ -102,6 +117,31 @@ class Console:
                 (b"cache-control", b"no-cache"), *SECURITY_HEADERS,
             ]})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+
+    async def _signin(self, send) -> None:
+        if self.signin is None:
+            await send_json(send, 200, {"enabled": False})
+            return
+        try:
+            await send_json(send, 200, await self.signin.public())
+        except SignInError as error:
+            await send_json(send, error.status, {"error": f"Sign-in is not available: {error}"})
+
+    async def _exchange(self, receive, send) -> None:
+        if self.signin is None:
+            await send_json(send, 404, {"error": "this console signs no one in (no OIDC issuer is configured)"})
+            return
+        body = await proxy.read_body(receive, MAX_EXCHANGE_BYTES)
+        try:
+            if len(body) > MAX_EXCHANGE_BYTES:
+                raise SignInError(f"a code exchange is at most {MAX_EXCHANGE_BYTES} bytes")
+            try:
+                request = json.loads(body)
+            except ValueError:
+                raise SignInError("a code exchange is a JSON object") from None
+            await send_json(send, 200, await self.signin.exchange(request))
+        except SignInError as error:
+            await send_json(send, error.status, {"error": f"The sign-in could not be completed: {error}"})
 
     async def _resources(self, send) -> None:
         try:

@@ -25,6 +25,7 @@ import uvicorn
 
 from kaos.api import KIND_ALIASES, SERVED_KINDS
 from kaos.console import Console, LocalCatalog
+from kaos.console.signin import SignIn, SignInConfig
 from kaos.local.controlplane import ControlPlane
 from kaos.local.gateway import Gateway
 from kaos.local.manifests import CORE_KINDS, ApplyError
@@ -48,13 +49,14 @@ class App:
     """ASGI entry: admin API under /_kaos/, the console at / and /_console/, the rest through the gateway.
     ``token``: what the admin API's calls (but health and metrics) must carry."""
 
-    def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None], token: str):
+    def __init__(self, control: ControlPlane, port: int, shutdown: Callable[[], None], token: str,
+                 signin: SignIn | None = None):
         self.control = control
         self.port = port
         self.shutdown = shutdown
         self._authorization = f"Bearer {token}".encode()
         self.gateway = Gateway(control.backend_of)
-        self.console = Console(LocalCatalog(control.list))
+        self.console = Console(LocalCatalog(control.list), signin=signin)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -192,7 +194,11 @@ async def serve(
             server.should_exit = True
 
     token = new_token()
-    app = App(control, port, shutdown, token)
+    signin_config = SignInConfig.of(settings.console_oidc_issuer, settings.console_oidc_client_id,
+                                    settings.console_oidc_audience, settings.console_oidc_scopes,
+                                    settings.console_oidc_groups_claim)
+    signin = SignIn(signin_config) if signin_config else None
+    app = App(control, port, shutdown, token, signin)
     server = _Server(uvicorn.Config(
         guarded(app, port, settings.allowed_hosts), host=LOOPBACK, port=port, log_level="warning", access_log=False,
         lifespan="off", timeout_keep_alive=30, http="httptools", loop="asyncio",
@@ -220,4 +226,6 @@ async def serve(
             loop.remove_signal_handler(sig)
         await control.stop()
         await app.gateway.aclose()
+        if signin is not None:
+            await signin.aclose()
         clear_state(home)

@@ -24,6 +24,10 @@ export function setToken(value) {
   } catch { /* storage refused: the token is not kept */ }
 }
 
+// Set when the console signs people in (signin.js): a refused token means signing in again.
+let signingIn = false;
+export function useSignIn(on) { signingIn = on; }
+
 function withToken(path, options) {
   const bearer = token();
   if (!bearer || path.startsWith('_console/')) return options;
@@ -50,15 +54,32 @@ function detailOf(payload, text) {
   return (text || '').trim().slice(0, 300);
 }
 
-// Words for a failed answer: what it is, what went wrong, and the server's own reason.
+// The grant a 403 of an agent names: 'chat', 'read', 'approve' or 'admin' from its spec.access,
+// "approver" (spec.approval.approvers), "another person" (a requester deciding its own call).
+export function missingGrant(detail) {
+  const named = /(?:grants|needs) ('[a-z]+'(?: or '[a-z]+')*)/.exec(detail || '');
+  if (named) return named[1];
+  if (/not one of the approvers/.test(detail || '')) return 'approver (spec.approval.approvers)';
+  if (/requester of a call cannot decide/.test(detail || '')) return 'another person must decide (you asked for this call)';
+  return 'a grant of the agent\'s spec.access';
+}
+
+// Words for a failed answer: what it is, what went wrong, and the server's own reason. A 403 is
+// a refusal, not a failure: "not allowed: <grant>" (the ApiError's denied), then the reason.
 export async function describeFailure(response, what) {
   const text = await response.text().catch(() => '');
   let payload = null;
   try { payload = JSON.parse(text); } catch { /* not JSON */ }
   const detail = detailOf(payload, text);
+  if (response.status === 403) {
+    const error = new ApiError(`${what}: not allowed: ${missingGrant(detail)}${detail ? ` (${detail})` : ''}`, 403);
+    error.denied = missingGrant(detail);
+    return error;
+  }
   const reason = {
-    401: token() ? 'refused the token (HTTP 401): enter another under Token at the top of the page'
-      : 'needs a token (HTTP 401): enter one under Token at the top of the page',
+    401: signingIn ? 'refused your sign-in (HTTP 401): it may have expired; sign in again'
+      : token() ? 'refused the token (HTTP 401): enter another under Token at the top of the page'
+        : 'needs a token (HTTP 401): enter one under Token at the top of the page',
     404: 'was not found', 502: 'could not be reached', 503: 'is not available right now',
     504: 'did not answer in time', 500: 'failed',
   }[response.status] || `answered HTTP ${response.status}`;

@@ -75,6 +75,7 @@ export function decisionControls(held, onDecided) {
     try {
       onDecided(await decide(held, decision, reason.value.trim()));
     } catch (error) {
+      problem.className = error.status === 403 ? 'denied' : 'error';  // a refusal: what this person may not do
       problem.textContent = error.message;
       for (const button of buttons) button.disabled = false;
     }

@@ -1,9 +1,9 @@
 // The console's router: #/ overview, #/graph, #/approvals, #/memory[/ns/agent[/session/id]],
 // #/long-term[/ns/agent], #/agent/ns/name, #/mcp/ns/name, #/modelapi/ns/name, #/trigger/ns/name,
-// #/memorystore/ns/name. Each page is a module whose render(main, params)
+// #/memorystore/ns/name, #/audit. Each page is a module whose render(main, params)
 // returns a function that stops what it started (polls, requests).
 
-import { setToken, token } from './api.js';
+import { setToken, token, useSignIn } from './api.js';
 import { h, replace } from './dom.js';
 import * as store from './store.js';
 import * as overview from './pages/overview.js';
@@ -16,11 +16,14 @@ import * as trigger from './pages/trigger.js';
 import * as approvals from './pages/approvals.js';
 import * as longTerm from './pages/longterm.js';
 import * as memoryStore from './pages/memorystore.js';
+import * as audit from './pages/audit.js';
+import * as signin from './signin.js';
 
 const ROUTES = [
   [/^#?\/?$/, overview, 'overview'],
   [/^#\/graph$/, graph, 'graph'],
   [/^#\/approvals$/, approvals, 'approvals'],
+  [/^#\/audit$/, audit, 'audit'],
   [/^#\/memory(?:\/([^/]+)\/([^/]+)(?:\/session\/([^/]+))?)?$/, memory, 'memory'],
   [/^#\/long-term(?:\/([^/]+)\/([^/]+))?$/, longTerm, 'long-term'],
   [/^#\/memorystore\/([^/]+)\/([^/]+)$/, memoryStore, 'overview'],
@@ -118,6 +121,67 @@ tokenForget.addEventListener('click', () => {
 });
 showToken();
 
-window.addEventListener('hashchange', route);
-store.start();
-route();
+// Sign-in (signin.js): when the console names an issuer, nothing is shown before a person signs
+// in; then the header names them and their groups, and the token field gives way to Sign out.
+const person = document.getElementById('person');
+
+function showPerson(session) {
+  person.hidden = !session;
+  tokenForm.hidden = Boolean(session) || tokenForm.hidden;
+  if (!session) return;
+  const { user } = session;
+  document.getElementById('person-name').textContent = user.name || user.subject;
+  document.getElementById('person-groups').textContent = user.groups.length ? `(${user.groups.join(', ')})` : '(no groups)';
+}
+
+function signInPage(config, problem = '') {
+  const button = h('button', { type: 'button', id: 'sign-in' }, 'Sign in');
+  const failure = h('p', { class: 'error', role: 'alert' }, problem);
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    signin.begin(config).catch((error) => { failure.textContent = error.message; button.disabled = false; });
+  });
+  replace(main, h('section', { class: 'signin' },
+    h('h1', { tabindex: '-1' }, 'Sign in to the KAOS console'),
+    h('p', {}, 'This console shows each person what the agents let them see. Sign in with ',
+      h('code', {}, config.issuer), ' to go on.'),
+    failure, button));
+  document.title = 'Sign in · KAOS console';
+}
+
+async function start() {
+  let config = { enabled: false };
+  try {
+    config = await signin.configuration();
+  } catch (error) {
+    replace(main, h('h1', { tabindex: '-1' }, 'Sign-in is not available'), h('p', { class: 'error' }, error.message));
+    return;
+  }
+  if (config.enabled) {
+    useSignIn(true);
+    tokenForm.hidden = true;
+    let problem = '';
+    try {
+      await signin.finish();
+    } catch (error) {
+      problem = error.message;
+    }
+    const session = signin.current();
+    if (!session) {
+      if (!problem && signin.expired()) problem = 'Your sign-in has expired: sign in again.';
+      signin.signOut();
+      signInPage(config, problem);
+      return;
+    }
+    showPerson(session);
+    document.getElementById('sign-out').addEventListener('click', () => {
+      signin.signOut();
+      location.reload();  // nothing of the page stays running; it starts again at Sign in
+    });
+  }
+  window.addEventListener('hashchange', route);
+  store.start();
+  route();
+}
+
+start();

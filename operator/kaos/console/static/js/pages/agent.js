@@ -110,6 +110,7 @@ export function render(main, namespace, name) {
   }
 
   async function turn(text) {
+    problem.className = 'error';
     problem.textContent = '';
     log.append(h('li', { class: 'msg user' }, h('div', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
     const answer = h('div', { class: 'text', 'data-answer': '' });
@@ -149,6 +150,7 @@ export function render(main, namespace, name) {
       message.classList.add('failed');
       message.dataset.done = 'error';
       if (!answer.textContent) answer.textContent = error instanceof ApiError ? error.message : `The chat failed: ${error.message}`;
+      problem.className = error.status === 403 ? 'denied' : 'error';
       problem.textContent = error.message;
     } finally {
       send.disabled = false;

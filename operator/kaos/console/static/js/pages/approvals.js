@@ -86,7 +86,7 @@ export function render(main) {
       try {
         return { namespace, agent: item.metadata.name, approvals: await listApprovals(namespace, item.metadata.name, everything.checked, controller.signal) };
       } catch (error) {
-        if (error.name !== 'AbortError') failed.push(error.message);
+        if (error.name !== 'AbortError') failed.push(error);
         return null;
       }
     }));
@@ -109,7 +109,7 @@ export function render(main) {
     count.textContent = `${pending} call${pending === 1 ? '' : 's'} waiting for a decision`
       + `${everything.checked ? `, ${held.length - pending} decided or expired` : ''}; ${agents.length} Ready agent${agents.length === 1 ? '' : 's'} asked.`;
     table.hidden = !rows.size;
-    replace(problems, failed.map((message) => h('li', { class: 'error' }, message)));
+    replace(problems, failed.map((error) => h('li', { class: error.status === 403 ? 'denied' : 'error', 'data-denied': error.denied || undefined }, error.message)));
     timer = setTimeout(refresh, REFRESH_MS);
   };
 

@@ -56,6 +56,7 @@ export function render(main, namespace, name, session) {
         getJSON(workloadPath('Agent', ns, agent, `/memory/events?${params}`), `The memory of ${agent}`, { signal: controller.signal }),
       ]);
       problem.textContent = '';
+      problem.className = 'error';
       const known = [...(sessions.sessions || [])].reverse();  // most recently active first
       const current = sessionSelect.value;
       if (JSON.stringify(known) !== JSON.stringify([...sessionSelect.options].slice(1).map((o) => o.value))) {
@@ -73,6 +74,7 @@ export function render(main, namespace, name, session) {
       }
     } catch (error) {
       if (error.name === 'AbortError') return;
+      problem.className = error.status === 403 ? 'denied' : 'error';
       problem.textContent = error.message;
     }
     if (live.checked) timer = setTimeout(refresh, REFRESH_MS);
