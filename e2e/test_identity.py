@@ -2,28 +2,49 @@
 issuer (Ory Hydra as a process on 127.0.0.1, tests/support/hydra.py), spec.access and group
 approvers; through the gateway a user of a granted group chats, a user outside it gets 403 naming
 the grant, and the audit trail, read by an admin group's user, names them. From the Agent
-resource through the reconcile core, the agent chart's env and the runtime, as `kaos up` runs it.
+resource through the reconcile core, the agent chart's env and the runtime, as `kaos up` runs it
+and as a cluster does.
 
-Local backend only: the issuer listens on 127.0.0.1, which pods in a cluster do not reach."""
+In a cluster (the real-cluster tier) the issuer is Hydra's pod of cluster/hydra.yaml (namespace
+kaos-identity), which scripts/cluster up runs: the agent's pod fetches its JWKS at the Service's
+DNS name, the tokens' iss, and the test signs the users in through kubectl port-forwards to its
+public and admin ports."""
 
 from __future__ import annotations
 
 import httpx
+import jwt
 import pytest
 
-from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait
-from tests.support.hydra import running_hydra
+from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait, port_forward
+from kaos.local.ports import free_port
+from tests.support.hydra import Issuer, running_hydra
 
-pytestmark = [pytest.mark.e2e, pytest.mark.dataplane,
-              pytest.mark.skipif(BACKEND == "cluster", reason="the issuer runs on this machine's loopback")]
+pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 AUDIENCE = "kaos-e2e"
+# cluster/hydra.yaml: its Service, and the issuer its tokens name.
+HYDRA_NAMESPACE, HYDRA_SERVICE, PUBLIC_PORT, ADMIN_PORT = "kaos-identity", "hydra", 4444, 4445
+CLUSTER_ISSUER = f"http://{HYDRA_SERVICE}.{HYDRA_NAMESPACE}.svc.cluster.local:{PUBLIC_PORT}"
 
 
 @pytest.fixture(scope="module")
 def hydra(tmp_path_factory):
-    with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
+    if BACKEND != "cluster":
+        with running_hydra(tmp_path_factory.mktemp("hydra")) as issuer:
+            yield issuer
+        return
+    public, admin = free_port(), free_port()
+    forwards = [port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, public, PUBLIC_PORT),
+                port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, admin, ADMIN_PORT)]
+    try:
+        issuer = Issuer(CLUSTER_ISSUER, f"http://127.0.0.1:{admin}/admin", f"http://127.0.0.1:{public}")
+        issuer.provision_signing_keys()
         yield issuer
+    finally:
+        for forward in forwards:
+            forward.terminate()
+            forward.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +67,13 @@ async def chat(url: str, token: str | None) -> httpx.Response:
     async with httpx.AsyncClient(timeout=120) as client:
         return await client.post(f"{url}/v1/chat/completions", headers=headers,
                                  json={"messages": [{"role": "user", "content": "hello"}]})
+
+
+def test_the_tokens_name_the_issuer_the_agent_trusts(hydra, tokens):
+    claims = jwt.decode(tokens["bob"], options={"verify_signature": False})
+    assert claims["iss"] == hydra.issuer and claims["groups"] == ["engineering"]
+    if BACKEND == "cluster":
+        assert hydra.issuer == CLUSTER_ISSUER
 
 
 async def test_users_and_groups_decide_who_may_chat(guarded_agent, tokens):

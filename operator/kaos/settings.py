@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     litellm_image_repository: str = "ghcr.io/berriai/litellm"
     litellm_image_tag: str = "main-v1.106.2"
     litellm_image_pull_policy: str = "IfNotPresent"
+    # The offline embedder (hostedConfig.engine embeddings): the runtime with all-MiniLM-L6-v2.
+    embeddings_image_repository: str = "ghcr.io/kaos-tools/kaos-embeddings"
+    embeddings_image_tag: str = Field(default_factory=app_version)
+    embeddings_image_pull_policy: str = "IfNotPresent"
     ollama_image_repository: str = "ollama/ollama"
     ollama_image_tag: str = "0.17.4"
     ollama_image_pull_policy: str = "IfNotPresent"
@@ -111,6 +115,10 @@ class Settings(BaseSettings):
     # sqlite-vec file <namespace>-<name>.db); empty: /tmp/kaos-memory in the agent's container.
     # `kaos up` sets <KAOS_HOME>/data/memory.
     memory_store_dir: str = ""
+    # The platform's PostgreSQL with pgvector (the platform chart's memory.postgres.deploy; a
+    # postgresql:// URL with its password, from the chart's Secret): MemoryStores with storage
+    # local keep their memories there instead of in an embedded file per agent pod.
+    memory_postgres_url: str = ""
     # The MCP runtime registry: name -> {image, command, args, env, port, path} (JSON or YAML).
     mcp_runtimes: Object = Field(default_factory=dict)
     # Comma (or space) separated; none: every namespace.
@@ -245,6 +253,10 @@ class Settings(BaseSettings):
     @property
     def litellm_image(self) -> Image:
         return Image(self.litellm_image_repository, self.litellm_image_tag, self.litellm_image_pull_policy)
+
+    @property
+    def embeddings_image(self) -> Image:
+        return Image(self.embeddings_image_repository, self.embeddings_image_tag, self.embeddings_image_pull_policy)
 
     @property
     def ollama_image(self) -> Image:

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .core.settings import ServerSettings
 
-USAGE = """usage: kaos-runtime {agent|mcp}
+USAGE = """usage: kaos-runtime {agent|mcp|embeddings [--host H] [--port P] [--model-name NAME]}
 
-  agent  the agent service (AGENT_NAME, MODEL_API_URL, MODEL_NAME, ...; see docs/runtime.md)
-  mcp    the python-string MCP server (MCP_TOOLS_STRING)
+  agent       the agent service (AGENT_NAME, MODEL_API_URL, MODEL_NAME, ...; see docs/runtime.md)
+  mcp         the python-string MCP server (MCP_TOOLS_STRING)
+  embeddings  the offline embedder (all-MiniLM-L6-v2; a ModelAPI with hostedConfig.engine embeddings)
 
-Both listen on HOST (default 0.0.0.0) and PORT (default 8000)."""
+They listen on HOST (default 0.0.0.0; the embedder 127.0.0.1) and PORT (default 8000)."""
 
 
 def _serve(app, server: ServerSettings, on_exit=None) -> None:
@@ -67,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args in (["-h"], ["--help"]):
         print(USAGE)
+        return 0
+    if args and args[0] == "embeddings":
+        from .engines.embeddings_server import main as embeddings
+
+        embeddings(args[1:])
         return 0
     if len(args) != 1 or args[0] not in ("agent", "mcp"):
         print(USAGE, file=sys.stderr)

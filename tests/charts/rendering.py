@@ -115,3 +115,15 @@ def env_of(c: dict) -> dict:
     names = [e["name"] for e in c.get("env", [])]
     assert len(names) == len(set(names)), f"duplicate env names in {names}"
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+def next_release(folder: Path, chart: str = "kaos") -> Path:
+    """A copy of ``chart`` in ``folder`` as another release (version and appVersion 99.0.0): what
+    an upgrade renders, for the tests of what it replaces."""
+    release = folder / chart
+    shutil.copytree(CHARTS / chart, release)
+    chart_yaml = release / "Chart.yaml"
+    meta = yaml.safe_load(chart_yaml.read_text())
+    chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {meta['version']}\n", "version: 99.0.0\n", 1)
+                          .replace(f'appVersion: "{meta["appVersion"]}"', 'appVersion: "99.0.0"', 1))
+    return release

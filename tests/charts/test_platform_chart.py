@@ -1,11 +1,10 @@
 """The platform chart: CRDs, operator Deployment, RBAC, the settings ConfigMap, the Gateway."""
 
 import re
-import shutil
 
 import yaml
 
-from tests.charts.rendering import CHARTS, ROOT, kinds, one, render, render_error
+from tests.charts.rendering import ROOT, kinds, next_release, one, render, render_error
 
 NS = "kaos-system"
 
@@ -117,12 +116,7 @@ def test_each_component_has_its_labels():
 def test_a_platform_upgrade_leaves_the_redis_pod_and_its_sessions_alone(tmp_path):
     """Another version of the chart (a release): the operator's pod template changes, the Redis's
     does not, so helm upgrade keeps the Redis pod, whose emptyDir holds every agent's sessions."""
-    release = tmp_path / "kaos"
-    shutil.copytree(CHARTS / "kaos", release)
-    chart_yaml = release / "Chart.yaml"
-    meta = yaml.safe_load(chart_yaml.read_text())
-    chart_yaml.write_text(chart_yaml.read_text().replace(f"version: {meta['version']}\n", "version: 99.0.0\n", 1)
-                          .replace(f'appVersion: "{meta["appVersion"]}"', 'appVersion: "99.0.0"', 1))
+    release = next_release(tmp_path)
     values = {"memory": {"redis": {"deploy": True}}}
     current, upgraded = platform(values), render(str(release), values, namespace=NS, release="kaos")
     assert one(upgraded, "Deployment", "kaos-operator")["spec"]["template"] != \

@@ -56,3 +56,11 @@ def dockerfile_image(name: str) -> dict:
 @pytest.mark.parametrize("name", sorted(p.stem.removesuffix(".Dockerfile") for p in (ROOT / "docker").glob("*.Dockerfile")))
 def test_both_recipes_describe_the_same_image(name):
     assert conf_image(name) == dockerfile_image(name)
+
+
+def test_the_hydra_image_holds_the_hydra_setup_identity_builds():
+    """images/hydra.conf's TREE is the folder scripts/setup-identity builds: hydra-<the version
+    scripts/identity/hydra/go.mod pins>."""
+    pinned = next(line.split()[1] for line in (ROOT / "scripts/identity/hydra/go.mod").read_text().splitlines()
+                  if line.strip().startswith("github.com/ory/hydra/v2 "))
+    assert conf("hydra")["TREE"] == f"hydra-{pinned}"

@@ -85,6 +85,22 @@ def test_llamacpp_values_and_endpoint_on_port_8000():
         {"repository": "registry:5000/llama.cpp", "tag": "server-b1", "pullPolicy": "IfNotPresent"}
 
 
+def test_an_embeddings_modelapi_runs_the_embedder_image_on_port_8000_and_needs_no_gguf():
+    resource = hosted(model="minilm", engine="embeddings")
+    result = plan(resource, {}, SETTINGS, cluster_endpoint_of(SETTINGS, observed_of(resource)))
+    assert result.phase == "Deploy" and result.endpoint.endswith(":8000")
+    assert result.values["hosted"]["engine"] == "embeddings" and result.values["hosted"]["model"] == "minilm"
+    assert result.values["hosted"]["embeddings"] == {"image": SETTINGS.embeddings_image.values()}
+    assert not {"llamacpp", "gguf", "mirror"} & set(result.values["hosted"])
+
+
+def test_an_embeddings_modelapi_with_keys_is_refused_rather_than_served_open():
+    resource = stored("ModelAPI", "llm", {"mode": "Hosted", "hostedConfig": {"model": "minilm", "engine": "embeddings"},
+                                          "auth": {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}}, True)
+    result = plan(resource, {}, SETTINGS, endpoint_of)
+    assert result.phase == "Failed" and "the offline embedder cannot require a key" in result.message
+
+
 def test_an_ollama_modelapi_keeps_port_11434():
     resource = hosted(engine="ollama")
     result = plan(resource, {}, SETTINGS, cluster_endpoint_of(SETTINGS, observed_of(resource)))

@@ -13,6 +13,7 @@ from kaos.reconcile.memorystore import (
     Probe,
     memory_store_spec,
     memory_store_status,
+    probe_target,
     resolve,
 )
 from kaos.settings import Settings
@@ -134,12 +135,38 @@ def test_an_agent_of_an_embedded_store_gets_its_file_and_models():
         "enabled": True, "store": "facts", "url": "sqlite:///home/me/.kaos/data/memory/team-facts.db",
         "urlSecretKeyRef": {}, "collection": "team-facts", "scope": "user",
         "embedding": {"url": "http://modelapi-embedder.team:8000", "model": "bge-small"},
-        "extraction": {"url": "", "model": ""}, "retentionDays": 0, "topK": 5,
+        "extraction": {"url": "", "model": ""}, "retentionDays": 0, "topK": 5, "modelAPIs": ["embedder"],
     }
 
 
 def test_in_a_cluster_the_embedded_file_is_in_the_pod():
     assert agent_plan(ready_store()).values["longTermMemory"]["url"] == "sqlite:///tmp/kaos-memory/team-facts.db"
+
+
+PLATFORM_PG = "postgresql://kaos:secret@kaos-memory-postgres.kaos-system.svc.cluster.local:5432/kaos"
+
+
+def test_with_the_platforms_postgres_a_local_store_lives_there_and_is_probed_there():
+    values = agent_plan(ready_store(), memory_postgres_url=PLATFORM_PG).values["longTermMemory"]
+    assert (values["url"], values["collection"]) == (PLATFORM_PG, "team-facts")
+    resource = store()
+    resolution = resolve(resource, {Ref("ModelAPI", NS, "embedder"): modelapi("embedder")}, SETTINGS, endpoint_of)
+    assert probe_target(resolution, "", None).store_url == ""  # an embedded file in a pod: not probed
+    assert probe_target(resolution, "", None, platform_url=PLATFORM_PG).store_url == PLATFORM_PG
+
+
+def test_an_external_store_ignores_the_platforms_postgres():
+    external = ready_store(storage={"type": "external", "external": {"url": "postgresql://db.team:5432/mine"}})
+    assert agent_plan(external, memory_postgres_url=PLATFORM_PG).values["longTermMemory"]["url"] == \
+        "postgresql://db.team:5432/mine"
+
+
+def test_the_agent_is_let_into_the_stores_modelapis_each_once():
+    both = ready_store(models={"embedding": {"modelAPI": "embedder", "model": "bge-small"},
+                               "summarization": {"modelAPI": "llm", "model": "m"}})
+    assert agent_plan(both).values["longTermMemory"]["modelAPIs"] == ["embedder", "llm"]
+    same = ready_store(models={"embedding": {"modelAPI": "llm", "model": "e"}, "summarization": {"modelAPI": "llm", "model": "m"}})
+    assert agent_plan(same).values["longTermMemory"]["modelAPIs"] == ["llm"]
 
 
 def test_an_external_store_from_a_secret_and_an_extraction_model():

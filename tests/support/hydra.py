@@ -6,6 +6,10 @@ Hydra has no users of its own: a login and consent app says who signed in and wh
 carry. Here that app is ``Hydra.token``, which walks the authorization-code flow over HTTP as a
 browser would and accepts the login and consent through Hydra's admin API for one of the static
 ``USERS``, with that user's groups in the access token.
+
+``Issuer`` is that app against any Hydra: in the real-cluster tier, the pod of cluster/hydra.yaml,
+whose issuer URL (the tokens' ``iss``) is its cluster DNS name and which this machine reaches
+through ``kubectl port-forward``.
 """
 
 from __future__ import annotations
@@ -71,22 +75,15 @@ class Client:
     secret: str
 
 
-class Hydra:
-    """One Hydra process; ``client`` registers an OAuth client, ``token`` signs a user in."""
+class Issuer:
+    """A running Hydra: ``issuer``, the URL its tokens name (``iss``); ``public_url``, where this
+    machine reaches its public API (the issuer itself, or a port-forward to it); ``admin_url``,
+    its admin API. ``client`` registers an OAuth client, ``token`` signs a user in."""
 
-    def __init__(self, binary: str, workdir: Path, login_app: str = "http://127.0.0.1:9") -> None:
-        self.public, self.admin = free_port(), free_port()
-        self.login_app: LoginApp | None = None
-        config = workdir / f"hydra-{self.public}.yml"
-        config.write_text(CONFIG.format(public=self.public, admin=self.admin, secret=secrets.token_hex(24),
-                                        login_app=login_app))
-        self.log_path = workdir / f"hydra-{self.public}.log"
-        with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen([binary, "serve", "all", "--dev", "--config", str(config)],
-                                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
-        self.issuer = f"http://127.0.0.1:{self.public}"
-        self.admin_url = f"http://127.0.0.1:{self.admin}/admin"
-        wait_until(self._ready, 60, what="hydra answering on /health/ready")
+    def __init__(self, issuer: str, admin_url: str, public_url: str = "") -> None:
+        self.issuer, self.admin_url, self.public_url = issuer, admin_url, public_url or issuer
+
+    def provision_signing_keys(self) -> None:
         for key_set in SIGNING_KEY_SETS:
             self.provision(key_set)
 
@@ -99,22 +96,9 @@ class Hydra:
         answer = httpx.put(f"{self.admin_url}/keys/{key_set}", json={"keys": [jwk]}, timeout=TIMEOUT)
         assert answer.status_code == 200, answer.text
 
-    def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"hydra exited with {self.process.returncode}:\n{self.log_path.read_text()}")
-        try:
-            return httpx.get(self.issuer + "/health/ready", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+    def _here(self, url: str) -> str:
+        """A URL of the issuer as this machine reaches it."""
+        return self.public_url + url[len(self.issuer):] if url.startswith(self.issuer) else url
 
     def client(self, audiences: list[str], token_lifespan: str = "") -> Client:
         """An authorization-code client allowed to ask for tokens for ``audiences``; with
@@ -153,15 +137,15 @@ class Hydra:
         for an authorization request with ``params`` (state, nonce, code_challenge, audience...);
         the ID token carries the user's name and groups."""
         with httpx.Client(timeout=TIMEOUT) as browser:
-            started = browser.get(self.issuer + "/oauth2/auth", params={
+            started = browser.get(self.public_url + "/oauth2/auth", params={
                 "client_id": client_id, "response_type": "code", "redirect_uri": redirect_uri,
                 "scope": "openid profile", **params})
             login = self._accept(started, "login", {"subject": user, "remember": False})
             groups = USERS[user]
-            consent = self._accept(browser.get(login), "consent", {
+            consent = self._accept(browser.get(self._here(login)), "consent", {
                 "grant_scope": ["openid", "profile"], "grant_access_token_audience": [params.get("audience", "")],
                 "session": {"access_token": {"groups": groups}, "id_token": {"groups": groups, "name": user}}})
-            done = browser.get(consent)
+            done = browser.get(self._here(consent))
             assert done.status_code in (302, 303), done.text
             return parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
 
@@ -170,18 +154,18 @@ class Hydra:
         authorization-code flow, the login and consent accepted as the login app would."""
         with httpx.Client(timeout=TIMEOUT) as browser:
             state = secrets.token_hex(8)
-            started = browser.get(self.issuer + "/oauth2/auth", params={
+            started = browser.get(self.public_url + "/oauth2/auth", params={
                 "client_id": client.id, "response_type": "code", "redirect_uri": CALLBACK, "scope": "openid",
                 "state": state, "audience": audience})
             login = self._accept(started, "login", {"subject": user, "remember": False})
-            consent = self._accept(browser.get(login), "consent", {
+            consent = self._accept(browser.get(self._here(login)), "consent", {
                 "grant_scope": ["openid"], "grant_access_token_audience": [audience],
                 "session": {"access_token": {"groups": USERS[user]}}})
-            done = browser.get(consent)
+            done = browser.get(self._here(consent))
             assert done.status_code in (302, 303), done.text
             query = parse_qs(urlsplit(done.headers["location"]).query)
             assert query.get("state") == [state], done.headers["location"]
-            answer = browser.post(self.issuer + "/oauth2/token", data={
+            answer = browser.post(self.public_url + "/oauth2/token", data={
                 "grant_type": "authorization_code", "code": query["code"][0], "redirect_uri": CALLBACK,
                 "client_id": client.id, "client_secret": client.secret})
             assert answer.status_code == 200, answer.text
@@ -195,6 +179,41 @@ class Hydra:
                              params={f"{step}_challenge": challenge}, json=body, timeout=TIMEOUT)
         assert accepted.status_code == 200, accepted.text
         return accepted.json()["redirect_to"]
+
+
+class Hydra(Issuer):
+    """One Hydra process on 127.0.0.1 (its login and consent app at ``login_app``)."""
+
+    def __init__(self, binary: str, workdir: Path, login_app: str = "http://127.0.0.1:9") -> None:
+        self.public, self.admin = free_port(), free_port()
+        self.login_app: LoginApp | None = None
+        config = workdir / f"hydra-{self.public}.yml"
+        config.write_text(CONFIG.format(public=self.public, admin=self.admin, secret=secrets.token_hex(24),
+                                        login_app=login_app))
+        self.log_path = workdir / f"hydra-{self.public}.log"
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen([binary, "serve", "all", "--dev", "--config", str(config)],
+                                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+        super().__init__(f"http://127.0.0.1:{self.public}", f"http://127.0.0.1:{self.admin}/admin")
+        wait_until(self._ready, 60, what="hydra answering on /health/ready")
+        self.provision_signing_keys()
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"hydra exited with {self.process.returncode}:\n{self.log_path.read_text()}")
+        try:
+            return httpx.get(self.issuer + "/health/ready", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
 
 
 class LoginApp:

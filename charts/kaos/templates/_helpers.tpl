@@ -30,19 +30,20 @@ characters so that the longest object name, <fullname>-operator-settings, fits i
 
 {{/*
 The labels of one component's objects. Components: operator (the operator, its RBAC, settings
-and Gateway), console, and redis (agents' memory, role "memory"). The Redis runs redis's own
-image, not the chart's appVersion, so it carries no version label, nor the chart's version: its pod
-template stays the same across platform upgrades, so that an upgrade does not replace its pod and
-with it (an emptyDir) every agent's sessions.
+and Gateway), console, redis (agents' memory, role "memory") and memory-postgres (long-term
+memory, role "memory"). The Redis and the PostgreSQL run images of their own, not the chart's
+appVersion, so they carry no version label, nor the chart's version: their pod templates stay the
+same across platform upgrades, so that an upgrade does not replace their pods and with them (an
+emptyDir) every agent's sessions or memories.
 Usage: include "kaos.labels" (dict "root" $ "component" "console")
 */}}
 {{- define "kaos.labels" -}}
-{{- $role := get (dict "operator" "operator" "console" "console" "redis" "memory") .component | required (printf "kaos.labels: unknown component %q" .component) -}}
+{{- $role := get (dict "operator" "operator" "console" "console" "redis" "memory" "memory-postgres" "memory") .component | required (printf "kaos.labels: unknown component %q" .component) -}}
 {{ include "kaos.selectorLabels" . }}
 app.kubernetes.io/component: {{ $role }}
 app.kubernetes.io/part-of: kaos
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
-{{- if ne .component "redis" }}
+{{- if not (has .component (list "redis" "memory-postgres")) }}
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
 {{- end }}

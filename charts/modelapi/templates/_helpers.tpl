@@ -3,19 +3,24 @@ The modelapi chart's own templates. Names, labels, image references, env merging
 HTTPRoute and NetworkPolicy come from the kaos-common library chart (charts/kaos-common).
 */}}
 
-{{/* Port the server listens on: LiteLLM and llama.cpp 8000, Ollama 11434. */}}
+{{/* Port the server listens on: LiteLLM, llama.cpp and the embedder 8000, Ollama 11434. */}}
 {{- define "modelapi.port" -}}
 {{- if include "modelapi.ollama" . -}}11434{{- else -}}8000{{- end -}}
 {{- end -}}
 
 {{/* "true" when the server is Ollama (mode Hosted, engine ollama). */}}
 {{- define "modelapi.ollama" -}}
-{{- if and (eq .Values.mode "Hosted") (ne (.Values.hosted.engine | default "ollama") "llamacpp") -}}true{{- end -}}
+{{- if and (eq .Values.mode "Hosted") (not (has (.Values.hosted.engine | default "ollama") (list "llamacpp" "embeddings"))) -}}true{{- end -}}
 {{- end -}}
 
 {{/* "true" when the server is llama.cpp (mode Hosted, engine llamacpp). */}}
 {{- define "modelapi.llamacpp" -}}
 {{- if and (eq .Values.mode "Hosted") (eq (.Values.hosted.engine | default "ollama") "llamacpp") -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the server is the offline embedder (mode Hosted, engine embeddings). */}}
+{{- define "modelapi.embeddings" -}}
+{{- if and (eq .Values.mode "Hosted") (eq .Values.hosted.engine "embeddings") -}}true{{- end -}}
 {{- end -}}
 
 {{/* Where the server finds the GGUF: /models/<file> (fetched, or the hostPath file); for
@@ -109,6 +114,10 @@ variable that the user's env also sets is left out so the user's value wins.
 {{- end -}}
 {{- $env = append $env (dict "name" "OLLAMA_HOST" "value" "$(HOST):$(PORT)") -}}
 {{- $env = append $env (dict "name" "OLLAMA_MODELS" "value" "/models") -}}
+{{- else if include "modelapi.embeddings" . -}}
+{{- if $keys -}}
+{{- fail "auth: the offline embedder cannot require a key, so a Hosted ModelAPI on it would be served open; use a Proxy in front" -}}
+{{- end -}}
 {{- else if include "modelapi.llamacpp" . -}}
 {{- with $keys -}}
 {{- /* llama-server reads its keys (comma separated) from LLAMA_API_KEY; /health and /v1/models stay open. */ -}}

@@ -96,8 +96,10 @@ async def on_memory_store_tick(body, patch, memo, **kwargs) -> None:
         secret = resolution.spec.secret
         value, unreadable = await memo.memory_secrets.value(ref.namespace, secret.name, secret.key) \
             if secret else (None, "")
-        # "": the operator cannot check an embedded file inside an agent's pod
-        probe = memo.memory_probes.known(ref, probe_target(resolution, "", value, unreadable))
+        # "": the operator cannot check an embedded file inside an agent's pod (it checks the
+        # platform's PostgreSQL, where local stores live when the platform chart deploys one)
+        probe = memo.memory_probes.known(ref, probe_target(resolution, "", value, unreadable,
+                                                           settings.memory_postgres_url))
     desired = memory_store_status(resource, resolution, probe)
     live = dict(body.get("status") or {})
     for key, value in with_transition_times(live, desired).items():

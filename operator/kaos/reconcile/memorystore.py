@@ -100,6 +100,13 @@ def _model_ref(entry: Mapping[str, Any] | None, field: str) -> ModelRef:
     return ModelRef(entry["modelAPI"], entry["model"])
 
 
+def local_url(spec: MemoryStoreSpec, directory: str, platform_url: str) -> str:
+    """Where a store with storage.type local keeps its memories: the platform's PostgreSQL
+    (``platform_url``, the platform chart's memory.postgres) when it has one, shared by every
+    such store (one table per collection), else the embedded file (``embedded_url``)."""
+    return platform_url or embedded_url(spec, directory)
+
+
 def embedded_url(spec: MemoryStoreSpec, directory: str) -> str:
     """The sqlite URL of the embedded store, one file per MemoryStore in the absolute ``directory``:
     ``sqlite://`` and the file's absolute path (``sqlite:///tmp/kaos-memory/team-facts.db``)."""
@@ -151,9 +158,10 @@ class ProbeTarget:
 
 
 def probe_target(resolution: Resolution, directory: str, secret_value: str | None,
-                 secret_unreadable: str = "") -> ProbeTarget:
+                 secret_unreadable: str = "", platform_url: str = "") -> ProbeTarget:
     """The target of a resolved store. ``directory``: where the control plane keeps embedded
-    files it can check (``kaos up``), "" when it cannot (a cluster); ``secret_value``: the URL
+    files it can check (``kaos up``), "" when it cannot (a cluster); ``platform_url``: the
+    platform's PostgreSQL, where local stores live when it is set; ``secret_value``: the URL
     read from spec.storage.external.connectionSecretRef, None when the Secret or key is missing;
     ``secret_unreadable``: why the Secret could not be read (e.g. forbidden), "" when it could."""
     spec = resolution.spec
@@ -165,7 +173,7 @@ def probe_target(resolution: Resolution, directory: str, secret_value: str | Non
         elif spec.secret and secret_value is None:
             problem = f"Secret {spec.secret.name!r} has no key {spec.secret.key!r} (spec.storage.external.connectionSecretRef)"
     else:
-        url = embedded_url(spec, directory) if directory else ""
+        url = platform_url or (embedded_url(spec, directory) if directory else "")
     return ProbeTarget(url, resolution.embedding_url, spec.embedding.model, problem)
 
 

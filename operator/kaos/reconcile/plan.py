@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from kaos.api import name_problems
 from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
-from kaos.reconcile.hosted import LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, mirror, ollama_gguf
 from kaos.reconcile.memorystore import MemoryStoreSpecError, memory_store_spec, usable
 from kaos.reconcile.models import (
     ModelConfigError,
@@ -105,10 +105,11 @@ def _check_auth(resource, settings) -> None:
                            "caller is anonymous; add one, or remove them")
         _check_access(spec.get("access") or [], auth.get("admins") or [], approvers or [], bool(auth.get("oidc")))
     elif kind == MODELAPI:
-        ollama = spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry)) == OLLAMA
-        if ollama and (guarded or settings.auth_required):
+        keyless = spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry))
+        if keyless in (OLLAMA, EMBEDDINGS) and (guarded or settings.auth_required):
             reason = "spec.auth asks for keys" if guarded else f"{required}, and"
-            raise _Invalid(f"{reason} a Hosted ModelAPI on Ollama cannot require a key, so it is not deployed "
+            server = "Ollama" if keyless == OLLAMA else "the offline embedder"
+            raise _Invalid(f"{reason} a Hosted ModelAPI on {server} cannot require a key, so it is not deployed "
                            "rather than served open: use hostedConfig.engine llamacpp (llama.cpp checks the keys), "
                            "or a Proxy ModelAPI with spec.auth in front of it")
         if settings.auth_required and not guarded:
@@ -160,9 +161,10 @@ def _modelapi(resource, settings) -> dict[str, Any]:
         if not (spec.get("hostedConfig") or {}).get("model"):
             raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
         try:
-            if engine(spec, bool(settings.hosted_registry)) == LLAMACPP:
+            served_by = engine(spec, bool(settings.hosted_registry))
+            if served_by == LLAMACPP:
                 gguf(spec)
-            else:
+            elif served_by != EMBEDDINGS:
                 ollama_gguf(spec)
                 mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure)
         except HostedConfigError as error:

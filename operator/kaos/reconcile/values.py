@@ -10,8 +10,8 @@ import copy
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import workload_of_url
-from kaos.reconcile.hosted import LLAMACPP, engine, gguf, mirror, ollama_gguf
-from kaos.reconcile.memorystore import EXTERNAL, MemoryStoreSpec, embedded_url
+from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.memorystore import EXTERNAL, MemoryStoreSpec, local_url
 from kaos.reconcile.models import proxy_models
 from kaos.reconcile.refs import a2a_peer_urls, ref_of
 
@@ -87,11 +87,13 @@ def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
 
 def long_term_memory_values(store: MemoryStoreSpec, store_status: Mapping[str, Any], settings) -> dict[str, Any]:
     """A MemoryStore as the agent chart's ``longTermMemory``: where the store is (a URL, or a
-    Secret key holding one; the embedded file in settings.memory_store_dir), its collection and
+    Secret key holding one; for storage local the platform's PostgreSQL, settings.memory_postgres_url,
+    else the embedded file in settings.memory_store_dir), its collection and
     scope, and the models its status resolved (kaos.reconcile.memorystore.resolve)."""
     summarization = store_status.get("summarization") or {}
     secret = {"name": store.secret.name, "key": store.secret.key} if store.secret else {}
-    url = store.url if store.storage == EXTERNAL else embedded_url(store, settings.memory_store_dir)
+    url = store.url if store.storage == EXTERNAL else local_url(store, settings.memory_store_dir,
+                                                                   settings.memory_postgres_url)
     return {
         "enabled": True,
         "store": store.name,
@@ -104,6 +106,8 @@ def long_term_memory_values(store: MemoryStoreSpec, store_status: Mapping[str, A
                        "model": store.summarization.model if store.summarization else ""},
         "retentionDays": store.retention_days,
         "topK": store.top_k,
+        # The agent calls them itself: the chart gives its pods their access labels (NetworkPolicies).
+        "modelAPIs": list(dict.fromkeys(ref.model_api for ref in (store.embedding, store.summarization) if ref)),
     }
 
 
@@ -208,6 +212,8 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
                 "fetchImage": settings.model_fetch_image.values(),
             }
             hosted_extra["gguf"] = gguf(spec)
+        elif hosted_extra["engine"] == EMBEDDINGS:
+            hosted_extra["embeddings"] = {"image": image_values(container.get("image"), settings.embeddings_image)}
         else:
             hosted_image = image_values(container.get("image"), settings.ollama_image)
             if created_from := ollama_gguf(spec):

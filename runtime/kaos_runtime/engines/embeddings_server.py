@@ -72,7 +72,10 @@ def create_app(model_name: str):
 
     return Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"]),
                              Route("/embeddings", embeddings, methods=["POST"]),
-                             Route("/v1/models", models), Route("/models", models), Route("/health", health)])
+                             Route("/v1/models", models), Route("/models", models), Route("/health", health),
+                             # LiteLLM's liveness path, which a ModelAPI's HTTPRoute serves: the
+                             # gateway's callers see whether the embedder answers.
+                             Route("/health/liveliness", health)])
 
 
 def main(argv: list[str] | None = None) -> None:
