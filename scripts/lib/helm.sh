@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # root: set by the script that sources this file
 # Sourced by scripts/setup (Helm 4) and scripts/setup-test (Helm 3.18, the charts' compatibility
 # check): helm built from its Go module, pinned in scripts/tools/helm4|helm3/go.mod and fetched
 # through the Go module proxy (checked against the checksum database), once per machine into

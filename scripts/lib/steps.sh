@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the set-up scripts: a long step says what it does before it starts and how long it
 # took after, so a first run on a fresh machine is never a silent wait.
 
