@@ -223,6 +223,19 @@ def test_each_person_sees_only_the_agents_they_may_call(browser, signed_kaos, sc
             screenshots.save(erin, "signin-7-erin-overview")
 
 
+def test_an_agent_that_does_not_say_is_shown_as_unknown(browser, signed_kaos):
+    """greeter's answer never arrives (the browser's request to it fails, as to an agent that
+    cannot be reached): it is shown, marked 'access unknown', not hidden."""
+    kaos, _ = signed_kaos
+    with signed_in(browser, kaos, "bob", "/#/audit") as (bob, _):
+        bob.route("**/default/agent/greeter/access/me", lambda route: route.abort("connectionrefused"))
+        bob.goto("/#/")
+        row = bob.locator('tr[data-resource="Agent/default/greeter"][data-access="unknown"]')
+        row.wait_for()
+        assert "Access unknown" in row.locator('[data-access-note="unknown"]').inner_text()
+        bob.locator('tr[data-resource="Agent/default/ops"][data-access="chat"]').wait_for()
+
+
 def test_an_answer_for_another_sign_in_is_refused(browser, signed_kaos):
     kaos, _ = signed_kaos
     with opened_page(browser, kaos.url) as page:
