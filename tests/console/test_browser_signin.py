@@ -8,7 +8,9 @@ the console's Sign in, Hydra's /oauth2/auth, the login form, back on the console
 spec.access then decides: bob and carol each see only their own session; dave, an admin outside
 the approvers group, sees carol's waiting call but is refused ("not allowed: approver"); alice,
 an approver, approves it and carol's chat goes on; the Audit page names dave's refusal and
-alice's decision to an admin, and tells bob he lacks 'admin'."""
+alice's decision to an admin, and tells bob he lacks 'admin'. The overview shows each person the
+agents that let them chat (each agent's GET /access/me): bob sees ops and greeter, an agent
+without authentication; erin, whose group ops grants nothing, sees only greeter."""
 
 from __future__ import annotations
 
@@ -35,9 +37,14 @@ CAROL_ANSWER = "Hello carol: you have two notes."
 DONE_ANSWER = "Done: the note groceries is deleted as decided."
 SCRIPT = [BOB_ANSWER, CAROL_ANSWER, fenced("tool_call", {"tool": "delete_note", "arguments": {"name": "groceries"}}), DONE_ANSWER]
 
+OPEN_AGENT = {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": "greeter"},
+              "spec": {"modelAPI": "notes-llm", "model": "mock-model",
+                       "config": {"description": "Greets whoever calls: no spec.auth, open to everyone"}}}
+
 
 def guarded(folder, issuer: str):
-    """The scripted approvals example with the agent ops behind the issuer and spec.access."""
+    """The scripted approvals example with the agent ops behind the issuer and spec.access, and
+    greeter, an agent without authentication."""
     path = scripted(folder, SCRIPT) / "approvals.yaml"
     documents = list(yaml.safe_load_all(path.read_text()))
     for document in documents:
@@ -48,6 +55,7 @@ def guarded(folder, issuer: str):
             spec["access"] = [{"verbs": ["chat", "read"], "groups": ["engineering", "sales"]},
                               {"verbs": ["approve"], "groups": ["engineering"]}]
             spec["approval"]["approvers"] = ["group:approvers"]
+    documents.append(OPEN_AGENT)
     path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return folder
 
@@ -189,6 +197,43 @@ def test_a_person_without_grants_is_told_which_one_is_missing(browser, signed_ka
         erin.goto("/#/memory/default/ops")
         eventually_true(lambda: "not allowed: 'read'" in erin.locator("p.denied").inner_text(), what="erin's memory refusal")
         screenshots.save(erin, "signin-6-erin-refused")
+
+
+def agents_shown(page) -> list[str]:
+    return sorted(page.locator('tr[data-resource^="Agent/"]').evaluate_all("rows => rows.map(r => r.dataset.resource)"))
+
+
+def test_each_person_sees_only_the_agents_they_may_call(browser, signed_kaos, screenshots):
+    """The overview asks each agent what the person may do there, with their token: bob (group
+    engineering, granted chat) sees ops; erin (marketing, no grant) does not, and is told why;
+    both see greeter, which has no authentication."""
+    kaos, _ = signed_kaos
+    with signed_in(browser, kaos, "bob", "/#/") as (bob, _):
+        bob.locator('tr[data-resource="Agent/default/ops"][data-access="chat"]').wait_for()
+        bob.locator('tr[data-resource="Agent/default/greeter"][data-access="chat"]').wait_for()
+        assert agents_shown(bob) == ["Agent/default/greeter", "Agent/default/ops"]
+        assert bob.locator("#agents-hidden").get_attribute("data-hidden") == "0"
+        with signed_in(browser, kaos, "erin", "/#/") as (erin, _):
+            erin.locator('tr[data-resource="Agent/default/greeter"][data-access="chat"]').wait_for()
+            hidden = erin.locator("#agents-hidden")
+            eventually_true(lambda: hidden.get_attribute("data-hidden") == "1", what="ops hidden from erin")
+            assert agents_shown(erin) == ["Agent/default/greeter"]
+            assert "not allowed: 'chat'" in hidden.inner_text()
+            assert erin.locator('tr[data-resource="MCPServer/default/notes"]').count() == 1  # other kinds stay
+            screenshots.save(erin, "signin-7-erin-overview")
+
+
+def test_an_agent_that_does_not_say_is_shown_as_unknown(browser, signed_kaos):
+    """greeter's answer never arrives (the browser's request to it fails, as to an agent that
+    cannot be reached): it is shown, marked 'access unknown', not hidden."""
+    kaos, _ = signed_kaos
+    with signed_in(browser, kaos, "bob", "/#/audit") as (bob, _):
+        bob.route("**/default/agent/greeter/access/me", lambda route: route.abort("connectionrefused"))
+        bob.goto("/#/")
+        row = bob.locator('tr[data-resource="Agent/default/greeter"][data-access="unknown"]')
+        row.wait_for()
+        assert "Access unknown" in row.locator('[data-access-note="unknown"]').inner_text()
+        bob.locator('tr[data-resource="Agent/default/ops"][data-access="chat"]').wait_for()
 
 
 def test_an_answer_for_another_sign_in_is_refused(browser, signed_kaos):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kaos_runtime.core.grants import rules, verbs_of
+from kaos_runtime.core.grants import held, rules, verbs_of
 from kaos_runtime.core.principal import Access, Principal
 from kaos_runtime.core.settings import AgentSettings
 
@@ -61,3 +61,16 @@ def test_who_holds_which_grant():
         "to this user, one of its groups or this principal")
     assert Access(enabled=True).granted(BOB, "admin")  # no spec.access: no verb needs a grant
     assert "no rule of the agent's spec.access grants 'approve'" in ACCESS.may_decide(BOB, "user:carol")
+
+
+def test_the_verbs_a_caller_holds_are_those_the_checks_grant():
+    """grants.held (GET /access/me): the grants, and for 'approve' the approver rules too."""
+    assert held(ACCESS, BOB) == ("chat",)
+    assert held(ACCESS, Principal("key:1", "key")) == ("read",)
+    assert held(ACCESS, Principal("user:root", "user", (), frozenset({"group:ops"}))) == ("chat", "read", "approve", "admin")
+    al_ice = Principal("user:al%20ice", "user")
+    assert held(ACCESS, al_ice) == ("approve",)
+    approvers_elsewhere = Access(enabled=True, approvers=("group:approvers",), rules=ACCESS.rules)
+    assert held(approvers_elsewhere, al_ice) == ()  # granted 'approve', yet not one of the approvers
+    assert held(Access(enabled=True), BOB) == ("chat", "read", "approve")  # no spec.access; not an admin
+    assert held(Access(), Principal()) == ("chat", "read", "approve", "admin")  # an open agent

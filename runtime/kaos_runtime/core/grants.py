@@ -5,14 +5,15 @@ docs/security.md, "Who may do what").
 [...], "principals": [...]}``: ``users`` are user names (the OIDC user claim), ``groups`` group
 names (the groups claim), ``principals`` entries of core/principal.py (``key:1``,
 ``user:alice via key:1``). A rule grants its verbs to each of them. ``rules`` turns the JSON
-into what ``principal.Access.rules`` holds; ``verbs_of`` says which verbs a request needs one of.
+into what ``principal.Access.rules`` holds; ``verbs_of`` says which verbs a request needs one of;
+``held`` which verbs a principal holds (``GET /access/me``).
 """
 
 from __future__ import annotations
 
 import json
 
-from .principal import element, entry_problem
+from .principal import Access, Principal, element, entry_problem
 
 VERBS = ("chat", "read", "approve", "admin")
 FIELDS = ("verbs", "users", "groups", "principals")
@@ -77,3 +78,15 @@ def verbs_of(method: str, path: str) -> tuple[str, ...]:
     if path == "/audit":
         return ("admin",)
     return ()
+
+
+def held(access: Access, who: Principal) -> tuple[str, ...]:
+    """The verbs ``who`` holds on an agent with ``access``, as the agent's own checks decide them
+    (so a client can tell in advance which calls it would be refused): ``chat`` and ``read`` by
+    the grants; ``approve`` when ``who`` may decide another principal's call (the grant, the
+    approvers, not anonymous); ``admin`` when the audit trail and every session are theirs to read
+    (everyone's on an agent without authentication)."""
+    holds = {"chat": access.granted(who, "chat"), "read": access.granted(who, "read"),
+             "approve": access.may_decide(who, requester="") is None,
+             "admin": not access.enabled or access.is_admin(who)}
+    return tuple(verb for verb in VERBS if holds[verb])

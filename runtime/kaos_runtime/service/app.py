@@ -28,7 +28,7 @@ from ..protocols.chat_request import BadRequest
 from ..protocols.openai_format import interrupted, unavailable
 from .access_check import AccessCheck
 from .responses import json_response
-from .routes import approvals, audit, chat, discovery, health, long_term, memory, metrics, openapi
+from .routes import access, approvals, audit, chat, discovery, health, long_term, memory, metrics, openapi
 from .runtime import Runtime
 
 log = logging.getLogger("kaos_runtime.agent")
@@ -78,7 +78,7 @@ def create_app(config: AgentSettings, telemetry: Telemetry | None = None) -> Fas
         log.exception("unexpected error")
         return json_response({"detail": f"internal error: {describe(error)}"}, 500)
 
-    groups = [health, discovery, chat, memory, approvals, audit] + ([metrics] if runtime.metrics is not None else []) \
+    groups = [health, discovery, chat, memory, approvals, audit, access] + ([metrics] if runtime.metrics is not None else []) \
         + ([long_term] if runtime.long_term is not None else [])
     for group in groups:  # their plain routes, flat in the app's router (include_router would nest them)
         app.router.routes.extend(group.router(runtime).routes)

@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from ...clients.peers import DEPTH_HEADER
 from ...core.auth import EXEMPT_PATHS
+from ...core.grants import VERBS
 from ...memory import EVENT_TYPES
 from ...protocols.approval_request import LISTED, MAX_REASON
 from ...protocols.chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
@@ -199,6 +200,15 @@ def _schemas() -> dict:
         "AuditEvents": _object(("agent", "events", "total"), agent=_string(),
                                events={"type": "array", "items": _ref("AuditEvent"), "description": "Oldest first."},
                                total={"type": "integer", "minimum": 0}),
+        "MyAccess": _object(
+            ("agent", "principal", "groups", "authentication", "verbs"),
+            "What the caller may do on this agent, by its own rules (spec.auth, spec.access, the approvers).",
+            agent=_string(), principal=_string("Who the request acts for (`user:<name>`, `key:<n>`, `anonymous`)."),
+            groups={"type": "array", "items": _string("`group:<name>`")},
+            authentication={"type": "boolean", "description": "false: an open agent, every caller holds every verb."},
+            verbs={"type": "array", "uniqueItems": True, "items": {"enum": list(VERBS)},
+                   "description": "`chat` (run the agent), `read` (its memory), `approve` (decide another's "
+                                  "call), `admin` (every session, the audit trail)."}),
         "Health": _object(("status", "name", "timestamp"), status={"const": "healthy"}, name=_string(),
                           timestamp={"type": "integer"}),
         "Ready": _object(("status", "name", "model_client_loaded", "tools_discovered", "peers_discovered"),
@@ -299,6 +309,10 @@ def _operations(config) -> dict:
                             "schema": OPTIONAL_INT}],
             "responses": {"200": _json(_ref("AuditEvents"), "The events."),
                           "400": _error("`limit` is not a non-negative integer.")}}},
+        "/access/me": {"get": {
+            "operationId": "myAccess", "tags": ["access"],
+            "summary": "What the caller may do here: the verbs it holds (chat, read, approve, admin).",
+            "responses": {"200": _json(_ref("MyAccess"), "The caller's principal, groups and verbs.")}}},
         "/health": {"get": {
             "operationId": "health", "tags": ["probes"], "summary": "Liveness.",
             "responses": {"200": _json(_ref("Health"), "The process serves.")}}},

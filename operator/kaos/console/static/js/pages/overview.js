@@ -1,9 +1,13 @@
 // Overview: every ModelAPI, MCPServer, Agent, Trigger and MemoryStore per namespace, with phase, readiness,
-// endpoint and the status message when not Ready; it follows the polled list live.
+// endpoint and the status message when not Ready; it follows the polled list live. A signed-in
+// person sees only the agents that would let them chat (access.js asks each agent); an agent
+// that does not say is shown, marked 'access unknown'.
 
 import { badge, h, keepFocus, replace, time } from '../dom.js';
 import { KIND_WORD, SEGMENT } from '../api.js';
 import * as store from '../store.js';
+import { askAgents } from '../access.js';
+import { current as signedIn } from '../signin.js';
 
 export function pageOf(item) {
   return `#/${SEGMENT[item.kind]}/${encodeURIComponent(item.metadata?.namespace || 'default')}/${encodeURIComponent(item.metadata?.name)}`;
@@ -38,20 +42,29 @@ function summaryOf(item) {
   return `${spec.url ? 'external' : spec.runtime}${tools.length ? `; tools: ${tools.join(', ')}` : ''}`;
 }
 
-function row(item) {
+// What the overview says of a signed-in person's access to an agent it shows.
+function accessNote(access) {
+  if (!access) return null;
+  if (access.state === 'unknown') {
+    return h('p', { class: 'denied', 'data-access-note': 'unknown' }, `Access unknown: ${access.detail}`);
+  }
+  return null;
+}
+
+function row(item, access) {
   const status = item.status || {};
   const health = item.health || {};
   const name = item.metadata?.name;
   const key = store.key(item);
   const message = health.state === 'ready' ? '' : (health.detail || status.message || '');
-  return h('tr', { 'data-resource': key, 'data-state': health.state },
+  return h('tr', { 'data-resource': key, 'data-state': health.state, 'data-access': access?.state },
     h('td', {}, item.kind),
     h('th', { scope: 'row' }, h('a', { href: pageOf(item), 'data-key': `link:${key}`, 'aria-label': `${KIND_WORD[item.kind]} ${name}` }, name)),
     h('td', {}, badge(health), status.phase && status.phase !== health.label ? h('span', { class: 'muted' }, ` (${status.phase})`) : null),
     h('td', { class: 'nowrap' }, status.ready ? 'yes' : 'no', status.replicas !== undefined ? h('span', { class: 'muted' }, ` ${status.readyReplicas || 0}/${status.replicas || 0}`) : null),
     h('td', { class: 'mono' }, status.endpoint || '—'),
     h('td', {}, summaryOf(item)),
-    h('td', { class: 'message' }, message),
+    h('td', { class: 'message' }, message, accessNote(access)),
   );
 }
 
@@ -63,16 +76,37 @@ export function render(main) {
     h('h1', {}, 'Overview'),
     h('p', { class: 'muted' }, 'Every model API, MCP server, agent, trigger and memory store, with its status. This page follows changes live.'),
     counts, body, updated);
+  const hidden = h('p', { class: 'hint', id: 'agents-hidden', 'aria-live': 'polite' });
+  body.before(hidden);
   let last = '';
-  const unsubscribe = store.subscribe((state) => {
+  // Signed in: each agent's answer (access.js), asked once per agent while this page shows.
+  const person = signedIn();
+  const access = new Map();
+  // Asked again when an agent's health changes (one that was not up yet could not say).
+  const accessKey = (item) => `${store.key(item)}@${item.health?.state}`;
+  let answers = 0;
+  let stopped = false;
+  const draw = (state) => {
+    if (stopped) return;
     if (state.updated) updated.textContent = `Last updated ${state.updated.toLocaleTimeString()}.`;
     if (!state.loaded) return;
-    const signature = JSON.stringify(state.items.map((item) => [store.key(item), item.status, item.health, item.spec]));
+    if (person) askAgents(state.items, accessKey, access, () => { answers += 1; draw(store.state); });
+    const signature = JSON.stringify([answers, state.items.map((item) => [store.key(item), item.status, item.health, item.spec])]);
     if (signature === last) return;
     last = signature;
+    // An agent that would refuse the person's chat is not shown; nor one whose answer is due.
+    const shown = state.items.filter((item) => !['no-chat', 'asking'].includes(access.get(accessKey(item))?.state));
+    const refused = state.items.filter((item) => access.get(accessKey(item))?.state === 'no-chat').length;
+    const asking = state.items.filter((item) => access.get(accessKey(item))?.state === 'asking').length;
+    hidden.dataset.hidden = String(refused);
+    hidden.textContent = [
+      refused ? `${refused} agent${refused === 1 ? ' is' : 's are'} not shown: ${refused === 1 ? 'its' : 'their'} `
+        + 'spec.access does not let you chat (not allowed: \'chat\').' : '',
+      asking ? `Asking ${asking} agent${asking === 1 ? '' : 's'} what you may do there…` : '',
+    ].filter(Boolean).join(' ');
     const byState = {};
-    for (const item of state.items) byState[item.health?.label || 'Unknown'] = (byState[item.health?.label || 'Unknown'] || 0) + 1;
-    counts.textContent = `${state.items.length} resource${state.items.length === 1 ? '' : 's'}: `
+    for (const item of shown) byState[item.health?.label || 'Unknown'] = (byState[item.health?.label || 'Unknown'] || 0) + 1;
+    counts.textContent = `${shown.length} resource${shown.length === 1 ? '' : 's'}: `
       + Object.entries(byState).map(([label, n]) => `${n} ${label}`).join(', ');
     keepFocus(() => {
       if (!state.items.length) {
@@ -80,17 +114,19 @@ export function render(main) {
           ' (or ', h('code', {}, 'kubectl apply -f'), ' in a cluster); they appear here as they start.'));
         return;
       }
-      replace(body, store.namespaces().map((namespace) => {
-        const items = state.items.filter((item) => (item.metadata?.namespace || 'default') === namespace);
+      const namespaces = store.namespaces().filter((namespace) => shown.some((item) => (item.metadata?.namespace || 'default') === namespace));
+      replace(body, namespaces.map((namespace) => {
+        const items = shown.filter((item) => (item.metadata?.namespace || 'default') === namespace);
         const id = `ns-${namespace}`;
         return h('section', { 'aria-labelledby': id, 'data-namespace': namespace },
           h('h2', { id }, `Namespace ${namespace}`),
           h('table', {},
             h('caption', { class: 'muted' }, `${items.length} resources in ${namespace}`),
             h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Status', 'Ready', 'Endpoint', 'What', 'Message'].map((c) => h('th', { scope: 'col' }, c)))),
-            h('tbody', {}, items.map(row))));
+            h('tbody', {}, items.map((item) => row(item, access.get(accessKey(item)))))));
       }));
     });
-  });
-  return unsubscribe;
+  };
+  const unsubscribe = store.subscribe(draw);
+  return () => { stopped = true; unsubscribe(); };
 }

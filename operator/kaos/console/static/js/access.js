@@ -1,0 +1,41 @@
+// What a signed-in person may do on each agent: the agent's own answer to GET /access/me
+// (docs/runtime.md), asked with the person's token through the same gateway path the pages use,
+// so the agent's spec.access decides, not the console. One request per agent, bounded in time;
+// an agent that does not answer is 'unknown', never hidden.
+
+import { getJSON, workloadPath } from './api.js';
+
+export const ACCESS_TIMEOUT_MS = 5000;
+
+// { state: 'chat' | 'no-chat' | 'unknown', verbs, detail }: 'chat' when the agent would let
+// this person chat with it.
+export async function accessOf(namespace, name) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), ACCESS_TIMEOUT_MS);
+  try {
+    const payload = await getJSON(workloadPath('Agent', namespace, name, '/access/me'),
+      `The agent ${name}`, { signal: controller.signal });
+    const verbs = Array.isArray(payload?.verbs) ? payload.verbs : [];
+    return { state: verbs.includes('chat') ? 'chat' : 'no-chat', verbs, detail: '' };
+  } catch (error) {
+    const detail = error.name === 'AbortError'
+      ? `The agent ${name} did not say within ${ACCESS_TIMEOUT_MS / 1000} s what you may do there.` : error.message;
+    return { state: 'unknown', verbs: [], detail };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// The access of each agent of ``items`` not asked yet, all at once; ``changed()`` after each answer.
+// ``known``: a Map of store.key -> the access (or { state: 'asking' } while the answer is due).
+export function askAgents(items, keyOf, known, changed) {
+  for (const item of items) {
+    const key = keyOf(item);
+    if (item.kind !== 'Agent' || known.has(key)) continue;
+    known.set(key, { state: 'asking', verbs: [], detail: '' });
+    accessOf(item.metadata?.namespace || 'default', item.metadata?.name).then((access) => {
+      known.set(key, access);
+      changed();
+    });
+  }
+}
