@@ -36,6 +36,7 @@ import json
 import math
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -258,6 +259,7 @@ async def main() -> None:
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         if postgres is not None:
             postgres.remove()
+        shutil.rmtree(folder, ignore_errors=True)  # the SQLite file of 100k memories is 220 MB
 
 
 if __name__ == "__main__":
