@@ -7,8 +7,9 @@
 
 With scope ``user`` every call sees and forgets only the caller's own memories (the principal
 the request acts for: core/principal.py); with scope ``agent`` or ``namespace`` the memories are
-shared, and with authentication on only an admin (``AUTH_ADMINS``) may forget them. Only mounted
-when long-term memory is on.
+shared, and with authentication on only an admin (``AUTH_ADMINS``) may forget them. Every
+forgetting is an audit event (``memory.forgotten``: core/audit.py) naming who, whose and what.
+Only mounted when long-term memory is on.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def router(runtime: Runtime) -> APIRouter:
         if long_term.scope != "user" and runtime.access.enabled and not runtime.access.is_admin(who):
             raise BadRequest(403, f"the memories of this agent are shared (scope {long_term.scope}): only an "
                                   "admin (AUTH_ADMINS) may forget them")
+
+    def audited(request: Request, obj: str, owner: str, count: int) -> None:
+        runtime.audit.record("memory.forgotten", acting_of(request).text, obj, scope=long_term.scope,
+                             owner=owner, count=str(count))
 
     def unavailable(error: LongTermUnavailable) -> Response:
         return json_response({"detail": f"long-term memory is unavailable: {error}"}, 503,
@@ -76,20 +81,24 @@ def router(runtime: Runtime) -> APIRouter:
         if not is_memory_id(memory_id):
             raise BadRequest(400, f"{memory_id[:80]!r} is not a memory id (mem- and 32 hexadecimal digits)")
         may_forget(request)
+        owner = owner_of(request)
         try:
-            found = await long_term.forget(owner_of(request), memory_id)
+            found = await long_term.forget(owner, memory_id)
         except LongTermUnavailable as error:
             return unavailable(error)
         if not found:  # another's or none: the same answer
             return json_response({"detail": f"no memory {memory_id}"}, 404)
+        audited(request, f"memory/long-term/{memory_id}", owner, 1)
         return json_response({"agent": config.name, "deleted": [memory_id], "total": 1})
 
     async def forget_all(request: Request) -> Response:
         may_forget(request)
+        owner = owner_of(request)
         try:
-            count = await long_term.forget_all(owner_of(request))
+            count = await long_term.forget_all(owner)
         except LongTermUnavailable as error:
             return unavailable(error)
+        audited(request, "memory/long-term", owner, count)
         return json_response({"agent": config.name, "deleted": count, "total": count})
 
     async def status(_: Request) -> Response:
