@@ -491,7 +491,7 @@ def parser() -> argparse.ArgumentParser:
     models.add_parser(commands)
     _memory_parser(commands)
 
-    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, admin reads "
+    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, forgotten memories, admin reads "
                                               "(docs/security.md, \"Audit\")")
     trail.add_argument("agent")
     trail.add_argument("-n", "--namespace", default="default")
