@@ -1,7 +1,8 @@
 """``/memory/long-term``: the caller's long-term memories (kaos_runtime.long_term).
 
 - ``GET /memory/long-term``: the caller's memories, newest first (``limit``, ``offset``); with
-  ``q``, those nearest to ``q``, nearest first (at most ``limit``, default the agent's top k);
+  ``q``, those nearest to ``q``, nearest first (at most ``limit``, default the agent's top k,
+  and at most ``MAX_SEARCH_RESULTS``);
 - ``DELETE /memory/long-term/{id}``: forget one; ``DELETE /memory/long-term``: forget all;
 - ``GET /memory/long-term/status``: the store and the embedder tried now (ok or degraded).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from starlette.convertors import Convertor, register_url_convertor
 
 from ...core.auth import acting_of
 from ...long_term.records import is_memory_id
@@ -25,8 +27,28 @@ from ..responses import json_response
 from ..runtime import Runtime
 
 MAX_LIMIT = 1000
+# A search ranks at most this many (the top k's bound, LONG_TERM_MEMORY_TOP_K): a larger limit
+# asked the SQLite store for more candidates than sqlite-vec's k allows (4096), a 503, and
+# made the store look degraded to every caller.
+MAX_SEARCH_RESULTS = 100
 MAX_QUERY_CHARS = 2000
 DEFAULT_LIMIT = 100
+
+
+class _NotStatus(Convertor):
+    """A path segment other than ``status``: so that ``DELETE /memory/long-term/status`` is the
+    status route's method not allowed (405), not the forgetting of a memory called status."""
+
+    regex = "(?!status$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("memory_id", _NotStatus())
 
 
 def router(runtime: Runtime) -> APIRouter:
@@ -67,7 +89,7 @@ def router(runtime: Runtime) -> APIRouter:
         owner = owner_of(request)
         try:
             if text is not None:
-                hits = await long_term.search(owner, text, limit or long_term.top_k)
+                hits = await long_term.search(owner, text, min(limit or long_term.top_k, MAX_SEARCH_RESULTS))
                 return json_response({"agent": config.name, "scope": long_term.scope, "query": text,
                                       "memories": [hit.public() for hit in hits], "total": len(hits)})
             records, total = await long_term.list(owner, limit or DEFAULT_LIMIT, int(offset))
@@ -104,8 +126,10 @@ def router(runtime: Runtime) -> APIRouter:
     async def status(_: Request) -> Response:
         return json_response({"agent": config.name, **await long_term.probe()})
 
-    routes.add_route("/memory/long-term", listed, methods=["GET"])
-    routes.add_route("/memory/long-term", forget_all, methods=["DELETE"])
+    async def memories(request: Request) -> Response:  # one route: a 405 names both methods
+        return await (forget_all if request.method == "DELETE" else listed)(request)
+
+    routes.add_route("/memory/long-term", memories, methods=["GET", "DELETE"])
     routes.add_route("/memory/long-term/status", status, methods=["GET"])
-    routes.add_route("/memory/long-term/{memory_id}", forget_one, methods=["DELETE"])
+    routes.add_route("/memory/long-term/{memory_id:memory_id}", forget_one, methods=["DELETE"])
     return routes

@@ -334,7 +334,8 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
         del paths["/metrics"]
     schemas = _schemas()
     if config.long_term.enabled:  # routes/long_term.py, mounted only then
-        paths.update(openapi_long_term.operations(WRITE_REFUSALS))
+        paths.update(openapi_long_term.operations(WRITE_REFUSALS, _error(
+            f"The body is larger than {config.max_body_bytes} bytes (MAX_REQUEST_BODY_BYTES).")))
         schemas.update(openapi_long_term.schemas())
     document: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...long_term.records import MEMORY_ID_PATTERN as ID_PATTERN
-from .long_term import MAX_LIMIT, MAX_QUERY_CHARS
+from .long_term import MAX_LIMIT, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS
 
 
 def _ref(name: str) -> dict:
@@ -58,10 +58,15 @@ def schemas() -> dict[str, Any]:
 UNAVAILABLE = _error("The store or the embedder cannot be reached (see `Retry-After`); the agent still answers chats.")
 FORGET_REFUSED = "Or: the memories are shared (scope agent or namespace) and the caller is not an admin (AUTH_ADMINS)."
 AUDITED = " Recorded in the audit trail (`memory.forgotten`, GET /audit)."
+# The request guard (core/request_guard.py) wants every write to say it is JSON, a DELETE too.
+IGNORED_BODY = {"required": True, "description": "Ignored: as every write, a DELETE says `Content-Type: "
+                "application/json` (the request guard), with any JSON body or none.",
+                "content": {"application/json": {"schema": {}}}}
 
 
-def operations(write_refusals: dict) -> dict[str, Any]:
-    """The paths; ``write_refusals``: what the request guard answers to any write (a DELETE too)."""
+def operations(write_refusals: dict, too_large: dict) -> dict[str, Any]:
+    """The paths; ``write_refusals``: what the request guard answers to any write (a DELETE too),
+    ``too_large``: its 413."""
     limit = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}, {"const": ""}]}
     return {
         "/memory/long-term": {
@@ -72,7 +77,8 @@ def operations(write_refusals: dict) -> dict[str, Any]:
                     {"name": "q", "in": "query", "required": False, "description": "Search for this text.",
                      "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "pattern": r"\S"}},
                     {"name": "limit", "in": "query", "required": False,
-                     "description": "At most this many (absent or empty: 100; with `q`, the store's top k).",
+                     "description": "At most this many (absent or empty: 100; with `q`, the store's top k, "
+                                    f"and at most {MAX_SEARCH_RESULTS} whatever `limit` says).",
                      "schema": limit},
                     {"name": "offset", "in": "query", "required": False,
                      "description": "Skip this many (listing only; absent or empty: 0).",
@@ -83,17 +89,19 @@ def operations(write_refusals: dict) -> dict[str, Any]:
             "delete": {
                 "operationId": "forgetAllLongTermMemories", "tags": ["memory"],
                 "summary": "Forget every memory the caller may forget (scope user: its own)." + AUDITED,
+                "requestBody": IGNORED_BODY,
                 "responses": {"200": _json(_ref("LongTermForgotten"), "How many were forgotten."),
-                              **write_refusals, "503": UNAVAILABLE}},
+                              **write_refusals, "413": too_large, "503": UNAVAILABLE}},
         },
         "/memory/long-term/{memory_id}": {"delete": {
             "operationId": "forgetLongTermMemory", "tags": ["memory"],
             "summary": "Forget one memory." + AUDITED,
             "parameters": [{"name": "memory_id", "in": "path", "required": True,
                             "schema": {"type": "string", "pattern": ID_PATTERN}}],
+            "requestBody": IGNORED_BODY,
             "responses": {"200": _json(_ref("LongTermForgotten"), "Forgotten."),
                           "400": _error("Not a memory id (mem- and 32 hexadecimal digits)."),
-                          **write_refusals,
+                          **write_refusals, "413": too_large,
                           "404": _error("No memory with this id, or another caller's: the same answer."),
                           "503": UNAVAILABLE}}},
         "/memory/long-term/status": {"get": {
