@@ -13,7 +13,7 @@ import pytest
 
 from kaos.cli import credentials
 from kaos.cli.credentials import CredentialsError, Login
-from kaos.cli.login import callback_problem, pkce_pair
+from kaos.cli.login import callback_problem, pkce_pair, signing_algorithms
 
 LOGIN = Login(issuer="http://127.0.0.1:1", client_id="kaos-cli", scope="openid", access_token="t", expires_at=100.0)
 
@@ -80,3 +80,10 @@ def test_pkce_challenge_is_s256_of_the_verifier():
 def test_the_callback_is_checked(query, problem):
     found = callback_problem(query, "s")
     assert found is None if problem is None else problem in found
+
+
+def test_the_id_token_is_checked_only_with_public_key_algorithms():
+    assert signing_algorithms({"id_token_signing_alg_values_supported": ["RS256", "none", "HS256", "ES256"]}) == [
+        "RS256", "ES256"]
+    assert signing_algorithms({}) == signing_algorithms({"id_token_signing_alg_values_supported": ["none"]}) == [
+        "RS256"]

@@ -112,12 +112,18 @@ def _kept(login: Login, answer: dict, now: float, subject: str) -> Login:
                    subject=subject or login.subject)
 
 
+def signing_algorithms(metadata: dict) -> list[str]:
+    """The issuer's ID token algorithms with a public key: never ``none`` nor a shared secret (HS*)."""
+    listed = metadata.get("id_token_signing_alg_values_supported") or ["RS256"]
+    return [name for name in listed if name != "none" and not name.startswith("HS")] or ["RS256"]
+
+
 def verified_subject(metadata: dict, login: Login, id_token: str, nonce: str) -> str:
     """The ``sub`` of the ID token, its signature (the issuer's JWKS), issuer, audience and nonce checked."""
     try:
         key = jwt.PyJWKClient(metadata["jwks_uri"], timeout=int(TIMEOUT)).get_signing_key_from_jwt(id_token)
         claims = jwt.decode(id_token, key.key, audience=login.client_id, issuer=metadata["issuer"],
-                            algorithms=metadata.get("id_token_signing_alg_values_supported") or ["RS256"])
+                            algorithms=signing_algorithms(metadata))
     except (jwt.PyJWTError, KeyError) as error:
         raise LoginError(f"the issuer's ID token does not verify: {error}") from None
     if claims.get("nonce") != nonce:
