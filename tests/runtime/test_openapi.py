@@ -135,13 +135,13 @@ def test_real_answers_match_the_document(agent, document):
     assert httpx.get(agent.url + "/metrics", timeout=10).headers["content-type"].startswith("text/plain")
 
 
-def run_schemathesis(url: str, tmp_path, *extra: str) -> str:
+def run_schemathesis(url: str, tmp_path, *extra: str, config: str = CONFIG) -> str:
     """One worker: with two, its threads parse lambdas' source (hypothesis) at once, and CPython
     3.11.7's ast.parse is not safe for that ("SystemError: AST constructor recursion depth
     mismatch" broke a CI run)."""
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(CONFIG)
-    argv = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", url + OPENAPI_PATH,
+    config_file = tmp_path / "schemathesis.toml"
+    config_file.write_text(config)
+    argv = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config_file), "run", url + OPENAPI_PATH,
             "--checks", "all", "--max-examples", str(MAX_EXAMPLES), "--seed", SEED, "--workers", "1",
             "--request-timeout", "20", "--generation-database", "none", "--no-color", "--output-sanitize", "false",
             *extra]

@@ -39,6 +39,7 @@ from tests.support.polling import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
 CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the code is read from the redirect
+LOOPBACK_CALLBACK = "http://127.0.0.1/callback"  # a CLI's (kaos login): Hydra allows any port on loopback
 SIGNING_KEY_SETS = ("hydra.openid.id-token", "hydra.jwt.access-token")
 TIMEOUT = 60  # seconds for one request to Hydra (a loaded test machine)
 CONFIG = """\
@@ -170,6 +171,43 @@ class Issuer:
                 "client_id": client.id, "client_secret": client.secret})
             assert answer.status_code == 200, answer.text
             return answer.json()["access_token"]
+
+    def cli_client(self, audiences: list[str]) -> str:
+        """A public client (no secret, PKCE) with the loopback redirect of a CLI (RFC 8252: any
+        port of http://127.0.0.1/callback) and refresh tokens; its id."""
+        client_id = "kaos-cli-" + secrets.token_hex(4)
+        created = httpx.post(self.admin_url + "/clients", json={
+            "client_id": client_id, "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"], "redirect_uris": [LOOPBACK_CALLBACK], "scope": "openid offline_access",
+            "audience": audiences, "token_endpoint_auth_method": "none"}, timeout=TIMEOUT)
+        assert created.status_code == 201, created.text
+        return client_id
+
+    def sign_in(self, url: str, user: str | None) -> httpx.Response:
+        """Play the browser and the login app on an authorization ``url`` a client printed: sign
+        ``user`` in (with its groups; every scope and audience asked for granted), or with None
+        refuse the login; then follow the redirect to the client's callback and return its answer."""
+        with httpx.Client(timeout=TIMEOUT) as browser:
+            started = browser.get(url)
+            if user is None:
+                challenge = parse_qs(urlsplit(started.headers["location"]).query)["login_challenge"][0]
+                back = httpx.put(f"{self.admin_url}/oauth2/auth/requests/login/reject",
+                                 params={"login_challenge": challenge}, timeout=TIMEOUT,
+                                 json={"error": "access_denied", "error_description": "the user said no"}
+                                 ).json()["redirect_to"]
+            else:
+                login = self._accept(started, "login", {"subject": user, "remember": False})
+                consent = browser.get(login)
+                challenge = parse_qs(urlsplit(consent.headers["location"]).query)["consent_challenge"][0]
+                asked = httpx.get(f"{self.admin_url}/oauth2/auth/requests/consent",
+                                  params={"consent_challenge": challenge}, timeout=TIMEOUT).json()
+                back = self._accept(consent, "consent", {
+                    "grant_scope": asked["requested_scope"],
+                    "grant_access_token_audience": asked["requested_access_token_audience"],
+                    "session": {"access_token": {"groups": USERS[user]}}})
+            done = browser.get(back)
+            assert done.status_code in (302, 303), done.text
+            return browser.get(done.headers["location"])
 
     def _accept(self, redirect: httpx.Response, step: str, body: dict) -> str:
         """Accept the login or consent challenge a redirect carries; where Hydra goes on."""

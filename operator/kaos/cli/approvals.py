@@ -76,7 +76,7 @@ class Approvals:
     def _refusal(self, response: httpx.Response, namespace: str, agent: str) -> str:
         what = f"agent {namespace}/{agent}"
         if response.status_code == 401:
-            return f"{what} needs a valid token (HTTP 401): pass --token: {answer_detail(response)}"
+            return f"{what} needs a valid token (HTTP 401): run `kaos login` or pass --token: {answer_detail(response)}"
         return f"{what} answered HTTP {response.status_code}: {answer_detail(response)}"
 
     def listing(self, namespace: str, agent: str, everything: bool) -> list[dict]:

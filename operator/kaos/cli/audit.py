@@ -27,7 +27,7 @@ def events(gateway: str, namespace: str, agent: str, token: str | None, limit: i
     except httpx.HTTPError as error:
         raise AuditError(f"agent {namespace}/{agent} could not be asked: {error}") from None
     if response.status_code == 401:
-        raise AuditError(f"agent {namespace}/{agent} needs a valid token (HTTP 401): pass --token")
+        raise AuditError(f"agent {namespace}/{agent} needs a valid token (HTTP 401): run `kaos login` or pass --token")
     if response.status_code != 200:
         try:
             detail = response.json().get("detail")

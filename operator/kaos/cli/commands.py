@@ -14,7 +14,7 @@ import httpx
 import yaml
 
 from kaos.api import AGENT, KIND_ALIASES, TRIGGER, label_problem, name_problems
-from kaos.cli import approvals, audit, display, models
+from kaos.cli import approvals, audit, display, login, models
 from kaos.cli import memory as long_term
 from kaos.cli.approvals import Approvals, Held
 from kaos.cli.client import Client, ControlPlaneError, spawn_control_plane, stop_control_plane, wait_until
@@ -58,6 +58,19 @@ def _client() -> Client:
 
 def _gateway() -> str:
     return _client().url
+
+
+def _token(args) -> str | None:
+    """--token when given, else the token of `kaos login` for this context (None: anonymous)."""
+    return getattr(args, "token", None) or login.bearer(_settings().home)
+
+
+def cmd_login(args) -> int:
+    return login.run_login(args, _settings().home)
+
+
+def cmd_logout(_args) -> int:
+    return login.run_logout(_settings().home)
 
 
 # kaos up
@@ -216,7 +229,9 @@ def cmd_chat(args) -> int:
     _check_names(AGENT, args.namespace, args.agent)
     url = _gateway() + gateway_path(args.namespace, "Agent", args.agent) + "/v1/chat/completions"
     messages: list[dict] = []
-    with httpx.Client(timeout=httpx.Timeout(300.0, connect=5.0)) as http:
+    token = _token(args)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(timeout=httpx.Timeout(300.0, connect=5.0), headers=headers) as http:
         if args.message:
             messages.append({"role": "user", "content": args.message})
             _chat_turn(http, url, args, messages)
@@ -277,6 +292,9 @@ def _check_chat(response: httpx.Response, args) -> None:
         detail = response.text
     if response.status_code == 404:
         raise UsageError(f"agent {args.agent!r} not found in namespace {args.namespace!r}: {detail}")
+    if response.status_code == 401:
+        raise UsageError(f"agent {args.agent!r} needs a valid token (HTTP 401: {detail}): "
+                         "run `kaos login` or pass --token")
     raise UsageError(f"agent {args.agent!r} answered {response.status_code}: {detail}")
 
 
@@ -311,7 +329,7 @@ def _approvals_of_network(args) -> tuple[Approvals, list[Held], list[str]]:
     if not agents:
         where = "any namespace" if namespace is None else f"namespace {namespace!r}"
         raise UsageError(f"no Ready agent in {where} (see `kaos get agents`)")
-    gateway = Approvals(client.url, token=args.token)
+    gateway = Approvals(client.url, token=_token(args))
     held, problems = gateway.gather(agents, everything=args.all)
     return gateway, held, problems
 
@@ -332,7 +350,7 @@ def cmd_approvals_list(args) -> int:
 def cmd_approvals_decide(args) -> int:
     if args.agent:  # straight to that agent: no search
         _check_names(AGENT, args.namespace, args.agent)
-        gateway = Approvals(_client().url, token=args.token)
+        gateway = Approvals(_client().url, token=_token(args))
         target = Held(args.namespace, args.agent, args.agent, {"id": args.id})
     else:
         gateway, held, problems = _approvals_of_network(args)
@@ -354,7 +372,7 @@ def cmd_approvals_decide(args) -> int:
 
 def _agent_memory(args) -> long_term.AgentMemory:
     _check_names(AGENT, args.namespace, args.agent)
-    return long_term.AgentMemory(_gateway(), args.namespace, args.agent, token=args.token)
+    return long_term.AgentMemory(_gateway(), args.namespace, args.agent, token=_token(args))
 
 
 def _positive(text: str) -> int:
@@ -395,7 +413,7 @@ def cmd_memory_forget(args) -> int:
 
 def cmd_audit(args) -> int:
     _check_names(AGENT, args.namespace, args.agent)
-    found = audit.events(_client().url, args.namespace, args.agent, args.token, args.limit)
+    found = audit.events(_client().url, args.namespace, args.agent, _token(args), args.limit)
     print(json.dumps({"events": found}, indent=2) if args.output == "json" else audit.table(found))
     return 0
 
@@ -458,6 +476,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("message", nargs="?", help="one message; without it, an interactive chat")
     chat.add_argument("-n", "--namespace", default="default")
     chat.add_argument("--stream", action="store_true")
+    chat.add_argument("--token", help="bearer token for agents with spec.auth (default: that of `kaos login`)")
     chat.set_defaults(run=cmd_chat)
 
     trigger = commands.add_parser("trigger", help="act on a Trigger: `kaos trigger run NAME` starts a run now")
@@ -468,14 +487,15 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(run=cmd_trigger_run)
 
     _approvals_parser(commands)
+    login.add_parsers(commands, cmd_login, cmd_logout)
     models.add_parser(commands)
     _memory_parser(commands)
 
-    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, admin reads "
+    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, forgotten memories, admin reads "
                                               "(docs/security.md, \"Audit\")")
     trail.add_argument("agent")
     trail.add_argument("-n", "--namespace", default="default")
-    trail.add_argument("--token", help="bearer token of an admin of the agent (with spec.auth)")
+    trail.add_argument("--token", help="bearer token of an admin of the agent (with spec.auth; default: that of `kaos login`)")
     trail.add_argument("--limit", type=int, help="only the newest LIMIT events")
     trail.add_argument("-o", "--output", choices=["table", "json"], default="table")
     trail.set_defaults(run=cmd_audit)
@@ -501,7 +521,7 @@ def _approvals_parser(commands) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-n", "--namespace", default="default")
         parser.add_argument("-A", "--all-namespaces", action="store_true")
-        parser.add_argument("--token", help="bearer token for agents with spec.auth (names who decided)")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (names who decided; default: that of `kaos login`)")
 
     listing = actions.add_parser("list", help="pending approvals (--all: decided and expired ones too)",
                                  description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -521,7 +541,7 @@ def _approvals_parser(commands) -> None:
 
 MEMORY_HELP = """An agent's long-term memories (the MemoryStore its spec.memory.store names; docs/memory-store.md),
 through the gateway of `kaos up`. With the store's scope user an agent shows and forgets only the
-caller's own memories: those of the principal of --token, or the anonymous caller's without one."""
+caller's own memories: those of the principal of --token (or of `kaos login`), or the anonymous caller's without one."""
 
 
 def _memory_parser(commands) -> None:
@@ -532,7 +552,7 @@ def _memory_parser(commands) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("agent")
         parser.add_argument("-n", "--namespace", default="default")
-        parser.add_argument("--token", help="bearer token for agents with spec.auth (whose memories)")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (whose memories; default: that of `kaos login`)")
 
     listing = actions.add_parser("list", help="the memories, newest first", description=MEMORY_HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -58,7 +58,7 @@ class AgentMemory:
                               "long-term memory: it has none unless its spec.memory.store names a MemoryStore)")
         if response.status_code in (401, 403):
             raise MemoryError(f"agent {self.agent} refused ({response.status_code}): {detail}; "
-                              "pass a token of a principal it accepts with --token")
+                              "sign in with `kaos login` or pass a token of a principal it accepts with --token")
         raise MemoryError(f"agent {self.agent} answered {response.status_code}: {detail}")
 
 

@@ -1,5 +1,6 @@
 """The audit trail of an agent (docs/security.md, "Audit"): every approval decision, every
-refused call (a missing grant, a refused decision) and every read by an admin is an event
+refused call (a missing grant, a refused decision), every forgetting of long-term memories and
+every read by an admin is an event
 naming who, when, what and the object. Each event is one JSON line on the ``kaos_runtime.audit``
 logger (the agent's log: stderr, whatever the other loggers do) and is kept, the newest
 ``KEEP`` of them, for ``GET /audit`` (this process's; the log is the lasting record).
@@ -38,7 +39,7 @@ class AuditTrail:
 
     def record(self, action: str, user: str, obj: str, **detail: str) -> dict:
         """``action``: approval.approved, approval.rejected, approval.refused, call.refused,
-        admin.read; ``user``: the principal's text; ``obj``: what it acted on."""
+        memory.forgotten, admin.read; ``user``: the principal's text; ``obj``: what it acted on."""
         event = {"time": datetime.fromtimestamp(self.clock(), UTC).isoformat(timespec="milliseconds"),
                  "agent": self.agent, "action": action, "user": user, "object": obj, **detail}
         self._events.append(event)

@@ -12,6 +12,7 @@ NAMESPACE_OWNER = "namespace"  # the one owner of every memory of a store with s
 MAX_MEMORY_CHARS = 2000  # a memory longer than this is cut (a fact, not a document)
 MAX_TABLE_CHARS = 48  # PostgreSQL names are at most 63 bytes; room for the index suffixes
 _ID = re.compile(r"^mem-[0-9a-f]{32}$")
+MEMORY_ID_PATTERN = _ID.pattern  # for the OpenAPI document
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ...core.grants import VERBS
 from ...memory import EVENT_TYPES
 from ...protocols.approval_request import LISTED, MAX_REASON
 from ...protocols.chat_request import INT_MAX, PROMPT_ROLES, ROLES, SESSION_HEADER, SESSION_ID_PATTERN
+from . import openapi_long_term
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -194,7 +195,7 @@ def _schemas() -> dict:
                        "description": "One event of the audit trail (core/audit.py); more fields by action.",
                        "properties": {"time": _string("ISO 8601, UTC."), "agent": _string(),
                                       "action": _string("approval.approved, approval.rejected, approval.refused, "
-                                                        "call.refused, admin.read."),
+                                                        "call.refused, memory.forgotten, admin.read."),
                                       "user": _string("The principal."), "object": _string("What it acted on.")},
                        "additionalProperties": {"type": "string"}},
         "AuditEvents": _object(("agent", "events", "total"), agent=_string(),
@@ -345,6 +346,11 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
     paths = _operations(config)
     if not config.metrics_enabled:  # METRICS_ENABLED=false: no /metrics
         del paths["/metrics"]
+    schemas = _schemas()
+    if config.long_term.enabled:  # routes/long_term.py, mounted only then
+        paths.update(openapi_long_term.operations(WRITE_REFUSALS, _error(
+            f"The body is larger than {config.max_body_bytes} bytes (MAX_REQUEST_BODY_BYTES).")))
+        schemas.update(openapi_long_term.schemas())
     document: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -355,7 +361,7 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
               "agent a message).",
         },
         "paths": paths,
-        "components": {"schemas": _schemas()},
+        "components": {"schemas": schemas},
     }
     if auth:
         document["components"]["securitySchemes"] = {"bearer": {
@@ -370,6 +376,8 @@ def build(config, auth: bool, exempt: frozenset[str] = EXEMPT_PATHS) -> dict:
                     operation["security"] = [{"bearer": []}]
                     operation["responses"]["401"] = unauthorized
         _refusals(paths)
+        if config.long_term.enabled:
+            openapi_long_term.refusals(paths)
     return document
 
 
