@@ -336,7 +336,11 @@ def _check_approval(agent: AgentSpec) -> None:
     if agent.approval is None:
         return
     servers, access = agent.mcp_servers, agent.network.access
-    for kind, name in agent.approval.targets:
+    try:
+        targets = agent.approval.targets
+    except ValueError as error:
+        raise _Invalid(f"spec.approval.tools: {error}") from None
+    for kind, name in targets:
         entry = f"{kind}:{name}"
         if kind == "mcp" and name not in servers:
             raise _Invalid(f"spec.approval.tools: {entry!r} names an MCP server this agent does not use "

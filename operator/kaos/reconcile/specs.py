@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.api import AGENT
+from kaos.reconcile.approval_entries import approval_entry
 from kaos.reconcile.hosted import engine
 
 PYTHON_STRING = "python-string"
@@ -85,16 +86,16 @@ class Network:
 @dataclass(frozen=True)
 class Approval:
     """spec.approval: ``tools`` entries are a tool's name, ``*``, ``mcp:<server>``, ``peer:<agent>``
-    or ``peer:*`` (the CRD's pattern); ``block`` as the chart takes it."""
+    or ``peer:*`` (approval_entry, the runtime's grammar); ``block`` as the chart takes it."""
     tools: tuple[str, ...] = ()
     approvers: tuple[str, ...] = ()
     block: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def targets(self) -> tuple[tuple[str, str], ...]:
-        """The entries that name a server or a peer, as (``mcp`` or ``peer``, the name), in order."""
-        return tuple((kind, name) for kind, _, name in (entry.partition(":") for entry in self.tools)
-                     if kind in ("mcp", "peer"))
+        """The entries that name a server or a peer, as (``mcp`` or ``peer``, the name), in order.
+        ValueError for an entry the runtime would refuse (the CRD's pattern refuses it first)."""
+        return tuple(target for target in map(approval_entry, self.tools) if target[0] != "tool")
 
 
 @dataclass(frozen=True)
