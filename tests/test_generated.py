@@ -1,5 +1,5 @@
 """Files written by scripts/generate match their sources (kaos.api, the Agent CRD, the runtime's
-API-key rule): whoever changes a source runs the script, and this test says so when they forget."""
+API-key rule and approval-entry grammar): whoever changes a source runs the script, and this test says so when they forget."""
 
 import subprocess
 import sys

@@ -26,6 +26,7 @@ from kaos.memory_probe import MemoryProbes
 from kaos.metrics import reconciled, started
 from kaos.reconcile import Ref
 from kaos.reconcile.memorystore import memory_store_status, probe_target, resolve
+from kaos.reconcile.specs import exposed
 from kaos.routes import Backend, Route, max_body, route_timeout, unrouted
 
 log = logging.getLogger("kaos.local")
@@ -247,7 +248,7 @@ class ReconcileLoop:
         if resource is None:
             return Backend(None, 404, f"no {route.kind} {route.name!r} in namespace {route.namespace!r}")
         spec = resource.get("spec") or {}
-        if ref.kind == "Agent" and not (spec.get("agentNetwork") or {}).get("expose", True):
+        if not exposed(resource):
             return Backend(None, 404, f"Agent {route.name!r} is not exposed (agentNetwork.expose: false)")
         why = unrouted(ref.kind, spec, route.path)
         if why is not None:

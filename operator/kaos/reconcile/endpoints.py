@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from kaos.reconcile.hosted import OLLAMA, engine
-from kaos.reconcile.refs import AGENT, CHART_OF, MCPSERVER, MODELAPI, Ref
+from kaos.reconcile.hosted import OLLAMA
+from kaos.reconcile.refs import CHART_OF, MCPSERVER, MODELAPI, Ref
+from kaos.reconcile.specs import exposed, mcpserver_spec, modelapi_spec
 
 EndpointOf = Callable[[str, str, str], str]
 
@@ -16,17 +17,17 @@ MCP_PATH = "/mcp"
 
 
 def service_port(resource: Mapping[str, Any], settings) -> int:
-    spec = resource.get("spec") or {}
-    if resource.get("kind") == MODELAPI and spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry)) == OLLAMA:
-        return OLLAMA_PORT
+    if resource.get("kind") == MODELAPI:
+        modelapi = modelapi_spec(resource)
+        return OLLAMA_PORT if modelapi.hosted and modelapi.engine(settings) == OLLAMA else DEFAULT_PORT
     if resource.get("kind") == MCPSERVER:
-        entry = settings.mcp_runtimes.get(spec.get("runtime")) or {}
+        entry = settings.mcp_runtimes.get(mcpserver_spec(resource).runtime) or {}
         return int(entry.get("port") or DEFAULT_PORT)
     return DEFAULT_PORT
 
 
 def mcp_path(resource: Mapping[str, Any], settings) -> str:
-    entry = settings.mcp_runtimes.get((resource.get("spec") or {}).get("runtime")) or {}
+    entry = settings.mcp_runtimes.get(mcpserver_spec(resource).runtime) or {}
     return entry.get("path") or MCP_PATH
 
 
@@ -65,11 +66,10 @@ def endpoint(resource: Mapping[str, Any], settings, endpoint_of: EndpointOf) -> 
     kind = resource["kind"]
     metadata = resource.get("metadata") or {}
     namespace, name = metadata.get("namespace") or "default", metadata["name"]
-    spec = resource.get("spec") or {}
     if kind == MCPSERVER:
-        if spec.get("url"):
-            return spec["url"]
+        if url := mcpserver_spec(resource).url:
+            return url
         return endpoint_of(kind, namespace, name).rstrip("/") + mcp_path(resource, settings)
-    if kind == AGENT and not (spec.get("agentNetwork") or {}).get("expose", True):
+    if not exposed(resource):
         return ""
     return endpoint_of(kind, namespace, name)

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kaos.api import name_problems
-from kaos.reconcile.endpoints import EndpointOf, endpoint, workload_of_url
-from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, OLLAMA, HostedConfigError, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.endpoints import EndpointOf, endpoint
+from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, OLLAMA, HostedConfigError, gguf, mirror, ollama_gguf
 from kaos.reconcile.memorystore import MemoryStoreSpecError, memory_store_spec, usable
 from kaos.reconcile.models import (
     ModelConfigError,
@@ -23,14 +23,25 @@ from kaos.reconcile.refs import (
     MEMORYSTORE,
     MODELAPI,
     Ref,
-    dependencies,
+    agent_dependencies,
     ref_of,
     release_name,
+)
+from kaos.reconcile.specs import (
+    PYTHON_STRING,
+    AgentSpec,
+    Auth,
+    MCPServerSpec,
+    ModelAPISpec,
+    agent_spec,
+    exposed,
+    mcpserver_spec,
+    modelapi_spec,
 )
 from kaos.reconcile.values import agent_values, long_term_memory_values, mcpserver_values, modelapi_values
 
 FAILED, WAITING, DEPLOY = "Failed", "Waiting", "Deploy"
-BUILTIN_MCP_RUNTIMES = ("python-string", "custom")
+BUILTIN_MCP_RUNTIMES = (PYTHON_STRING, "custom")
 
 
 @dataclass(frozen=True)
@@ -72,68 +83,77 @@ def plan(
         return Plan(phase, message, chart, release, values, own_endpoint, **extra)
 
     try:
-        _check_auth(resource, settings)
         if ref.kind == MODELAPI:
-            return make(DEPLOY, "", _modelapi(resource, settings))
+            modelapi = modelapi_spec(resource)
+            _check_modelapi_auth(modelapi, settings)
+            return make(DEPLOY, "", _modelapi(modelapi, settings))
         if ref.kind == MCPSERVER:
-            if (resource.get("spec") or {}).get("url"):
-                return make(DEPLOY, f"external MCP server at {resource['spec']['url']}; nothing deployed")
-            return make(DEPLOY, "", _mcpserver(resource, settings))
-        return _agent(resource, observed, settings, endpoint_of, make)
+            server = mcpserver_spec(resource)
+            _check_mcpserver_auth(server, settings)
+            if server.url:
+                return make(DEPLOY, f"external MCP server at {server.url}; nothing deployed")
+            return make(DEPLOY, "", _mcpserver(server, settings))
+        agent = agent_spec(resource)
+        _check_agent_auth(agent, settings)
+        return _agent(agent, observed, settings, endpoint_of, make)
     except _Invalid as invalid:
         return make(FAILED, f"{ref}: {invalid}")
 
 
-def _check_auth(resource, settings) -> None:
+REQUIRED = "the platform requires authentication (auth.required)"
+
+
+def _check_agent_auth(agent: AgentSpec, settings) -> None:
     """spec.auth only where KAOS can enforce it; with the platform's auth.required (fail closed),
     a workload KAOS would serve without credentials is Failed rather than served open."""
-    kind, spec = ref_of(resource).kind, resource.get("spec") or {}
-    auth = spec.get("auth") or {}
-    guarded = bool(auth.get("apiKeys") or auth.get("oidc"))
-    required = "the platform requires authentication (auth.required)"
-    if kind == AGENT:
-        if settings.auth_required and not guarded:
-            raise _Invalid(f"{required} and this Agent configures none: "
-                           "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
-        approvers = (spec.get("approval") or {}).get("approvers")
-        granted = [field for field, given in (("spec.auth.admins", auth.get("admins")),
-                                              ("spec.approval.approvers", approvers), ("spec.access", spec.get("access")))
-                   if given]
-        if granted and not guarded:
-            raise _Invalid(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but this "
-                           "Agent has no authentication (spec.auth.apiKeys or spec.auth.oidc): without it every "
-                           "caller is anonymous; add one, or remove them")
-        _check_access(spec.get("access") or [], auth.get("admins") or [], approvers or [], bool(auth.get("oidc")))
-    elif kind == MODELAPI:
-        keyless = spec.get("mode") == "Hosted" and engine(spec, bool(settings.hosted_registry))
-        if keyless in (OLLAMA, EMBEDDINGS) and (guarded or settings.auth_required):
-            reason = "spec.auth asks for keys" if guarded else f"{required}, and"
-            server = "Ollama" if keyless == OLLAMA else "the offline embedder"
-            raise _Invalid(f"{reason} a Hosted ModelAPI on {server} cannot require a key, so it is not deployed "
-                           "rather than served open: use hostedConfig.engine llamacpp (llama.cpp checks the keys), "
-                           "or a Proxy ModelAPI with spec.auth in front of it")
-        if settings.auth_required and not guarded:
-            raise _Invalid(f"{required} and this ModelAPI configures none: set spec.auth.apiKeys (a Secret key)")
-    elif spec.get("url"):  # an external MCP server: not served by KAOS
-        if auth:
+    guarded = agent.auth.guarded
+    _check_required(agent.auth, settings, "Agent", "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+    approvers = agent.approval.approvers if agent.approval else ()
+    granted = [field for field, given in (("spec.auth.admins", agent.auth.admins),
+                                          ("spec.approval.approvers", approvers), ("spec.access", agent.access))
+               if given]
+    if granted and not guarded:
+        raise _Invalid(f"{' and '.join(granted)} {'name' if len(granted) > 1 else 'names'} principals, but this "
+                       "Agent has no authentication (spec.auth.apiKeys or spec.auth.oidc): without it every "
+                       "caller is anonymous; add one, or remove them")
+    _check_access(agent.access, agent.auth.admins, approvers, agent.auth.oidc)
+
+
+def _check_modelapi_auth(modelapi: ModelAPISpec, settings) -> None:
+    guarded = modelapi.auth.guarded
+    keyless = modelapi.engine(settings) if modelapi.hosted else None
+    if keyless in (OLLAMA, EMBEDDINGS) and (guarded or settings.auth_required):
+        reason = "spec.auth asks for keys" if guarded else f"{REQUIRED}, and"
+        server = "Ollama" if keyless == OLLAMA else "the offline embedder"
+        raise _Invalid(f"{reason} a Hosted ModelAPI on {server} cannot require a key, so it is not deployed "
+                       "rather than served open: use hostedConfig.engine llamacpp (llama.cpp checks the keys), "
+                       "or a Proxy ModelAPI with spec.auth in front of it")
+    _check_required(modelapi.auth, settings, "ModelAPI", "set spec.auth.apiKeys (a Secret key)")
+
+
+def _check_mcpserver_auth(server: MCPServerSpec, settings) -> None:
+    if server.url:  # an external MCP server: not served by KAOS
+        if server.auth:
             raise _Invalid("spec.auth: an external MCP server (spec.url) runs elsewhere and KAOS cannot guard it; "
                            "remove spec.auth (the server's own authentication applies)")
-    else:
-        runtime = spec.get("runtime") or "python-string"
-        if runtime != "python-string" and (guarded or settings.auth_required):
-            reason = "spec.auth asks for authentication" if guarded else required
-            raise _Invalid(f"{reason}, which only the python-string runtime enforces; runtime {runtime!r} would "
-                           "serve its endpoint open, so it is not deployed (use python-string, or run the server "
-                           "elsewhere behind its own authentication and name it with spec.url)")
-        if settings.auth_required and not guarded:
-            raise _Invalid(f"{required} and this MCPServer configures none: "
-                           "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+        return
+    if server.runtime != PYTHON_STRING and (server.auth.guarded or settings.auth_required):
+        reason = "spec.auth asks for authentication" if server.auth.guarded else REQUIRED
+        raise _Invalid(f"{reason}, which only the python-string runtime enforces; runtime {server.runtime!r} would "
+                       "serve its endpoint open, so it is not deployed (use python-string, or run the server "
+                       "elsewhere behind its own authentication and name it with spec.url)")
+    _check_required(server.auth, settings, "MCPServer", "set spec.auth.apiKeys (a Secret key) or spec.auth.oidc")
+
+
+def _check_required(auth: Auth, settings, kind: str, remedy: str) -> None:
+    if settings.auth_required and not auth.guarded:
+        raise _Invalid(f"{REQUIRED} and this {kind} configures none: {remedy}")
 
 
 ACCESS_VERBS = ("chat", "read", "approve", "admin")
 
 
-def _check_access(rules: list, admins: list, approvers: list, oidc: bool) -> None:
+def _check_access(rules, admins, approvers, oidc: bool) -> None:
     """spec.access's rules (the CRD's enum and rule, with the rule's place named) and the users and
     groups the lists name, which only an OIDC issuer's tokens carry."""
     for number, rule in enumerate(rules):
@@ -155,13 +175,13 @@ def _check_access(rules: list, admins: list, approvers: list, oidc: bool) -> Non
                        "set it, or name API keys (key:<n>)")
 
 
-def _modelapi(resource, settings) -> dict[str, Any]:
-    spec = resource.get("spec") or {}
-    if spec.get("mode") == "Hosted":
-        if not (spec.get("hostedConfig") or {}).get("model"):
+def _modelapi(modelapi: ModelAPISpec, settings) -> dict[str, Any]:
+    spec = modelapi.raw
+    if modelapi.hosted:
+        if not modelapi.hosted_model:
             raise _Invalid("mode Hosted needs spec.hostedConfig.model (an Ollama tag such as smollm2:135m)")
         try:
-            served_by = engine(spec, bool(settings.hosted_registry))
+            served_by = modelapi.engine(settings)
             if served_by == LLAMACPP:
                 gguf(spec)
             elif served_by != EMBEDDINGS:
@@ -169,7 +189,7 @@ def _modelapi(resource, settings) -> dict[str, Any]:
                 mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure)
         except HostedConfigError as error:
             raise _Invalid(str(error)) from None
-        return modelapi_values(resource, settings)
+        return modelapi_values(modelapi, settings)
     try:
         patterns = offered_models(spec)
         config_names = config_yaml_model_names(spec)
@@ -186,15 +206,14 @@ def _modelapi(resource, settings) -> dict[str, Any]:
             f"configYaml model_name {', '.join(map(repr, unlisted))} not in proxyConfig.models "
             f"[{', '.join(patterns)}]; list it there too"
         )
-    return modelapi_values(resource, settings)
+    return modelapi_values(modelapi, settings)
 
 
-def _mcpserver(resource, settings) -> dict[str, Any]:
-    spec = resource.get("spec") or {}
-    runtime = spec.get("runtime") or "python-string"
-    if runtime == "python-string" and not (spec.get("params") or "").strip():
+def _mcpserver(server: MCPServerSpec, settings) -> dict[str, Any]:
+    runtime = server.runtime
+    if runtime == PYTHON_STRING and not server.params.strip():
         raise _Invalid("runtime python-string needs spec.params: Python functions that become the tools")
-    if runtime == "custom" and not (spec.get("container") or {}).get("image"):
+    if runtime == "custom" and not server.container.image:
         raise _Invalid("runtime custom needs spec.container.image")
     if runtime not in BUILTIN_MCP_RUNTIMES and runtime not in settings.mcp_runtimes:
         known = ", ".join([*BUILTIN_MCP_RUNTIMES, *sorted(settings.mcp_runtimes)])
@@ -202,40 +221,27 @@ def _mcpserver(resource, settings) -> dict[str, Any]:
             f"unknown runtime {runtime!r}; known runtimes: {known} "
             "(registry entries come from the platform chart's mcpRuntimes value)"
         )
-    return mcpserver_values(resource, settings)
+    return mcpserver_values(server, settings)
 
 
 def resolve_model(spec: Mapping[str, Any]) -> tuple[bool, str | None]:
     """(has a model, the model id when known). MODEL_NAME set with valueFrom is present but unknown."""
-    if spec.get("model"):
-        return True, spec["model"]
-    env = [*((spec.get("config") or {}).get("env") or []), *((spec.get("container") or {}).get("env") or [])]
-    found: tuple[bool, str | None] = (False, None)
-    for entry in env:
-        if entry.get("name") != "MODEL_NAME":
-            continue
-        if entry.get("value"):
-            found = (True, entry["value"])
-        elif entry.get("valueFrom"):
-            found = (True, None)
-    return found
+    agent = agent_spec({"kind": AGENT, "metadata": {"name": "-"}, "spec": spec})
+    return agent.names_model, agent.model_id or None
 
 
-def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
-    ref = ref_of(resource)
-    spec = resource.get("spec") or {}
-    access = (spec.get("agentNetwork") or {}).get("access") or []
-    if ref.name in access:
+def _agent(agent: AgentSpec, observed, settings, endpoint_of, make) -> Plan:
+    if agent.name in agent.network.access:
         raise _Invalid("agentNetwork.access lists the agent itself; remove it")
-    _check_memory(spec, settings)
-    _check_approval(spec)
-    refs = dependencies(resource)
+    _check_memory(agent, settings)
+    _check_approval(agent)
+    refs = agent_dependencies(agent)
     modelapi_ref = next(r for r in refs if r.kind == MODELAPI)
     modelapi = observed.get(modelapi_ref)
-    has_model, model = resolve_model(spec)
+    modelapi_view = modelapi_spec(modelapi) if modelapi is not None else None
     default_model = ""
-    if not has_model:
-        if modelapi is None:
+    if not agent.names_model:
+        if modelapi_view is None:
             return make(
                 WAITING,
                 f"waiting for {modelapi_ref} (not found): the agent names no model, so it uses "
@@ -243,19 +249,17 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
                 dependencies_ready=False,
                 not_ready=(modelapi_ref,),
             )
-        default_model = sole_model(modelapi.get("spec") or {}) or ""
+        default_model = sole_model(modelapi_view.raw) or ""
         if not default_model:
             raise _Invalid(
                 f"no model: set spec.model, or a MODEL_NAME entry in spec.config.env "
                 f"(ModelAPI {modelapi_ref.name!r} offers no single model to default to)"
             )
-    if modelapi is not None and model is not None:
-        _check_model_admitted(model, modelapi_ref, modelapi)
+    if modelapi_view is not None and agent.model_id:
+        _check_model_admitted(agent.model_id, modelapi_ref, modelapi_view)
     for peer in (r for r in refs if r.kind == AGENT):
         peer_object = observed.get(peer)
-        if peer_object is not None and not ((peer_object.get("spec") or {}).get("agentNetwork") or {}).get(
-            "expose", True
-        ):
+        if peer_object is not None and not exposed(peer_object):
             raise _Invalid(
                 f"peer {peer.name!r} sets agentNetwork.expose: false, so it cannot be reached; "
                 "expose it or remove it from agentNetwork.access"
@@ -263,24 +267,21 @@ def _agent(resource, observed, settings, endpoint_of, make) -> Plan:
 
     not_ready = [r for r in refs if not (usable if r.kind == MEMORYSTORE else _is_ready)(observed.get(r))]
     reasons = ", ".join(f"{r} ({_why_not_ready(observed.get(r))})" for r in not_ready)
-    if not_ready and spec.get("waitForDependencies", True):
+    if not_ready and agent.wait_for_dependencies:
         return make(WAITING, f"waiting for {reasons}", dependencies_ready=False, not_ready=tuple(not_ready))
 
     def url(r: Ref) -> str:
         return endpoint(observed[r], settings, endpoint_of)
 
     present = [r for r in refs if observed.get(r) is not None]
-    peers = [{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT]
     values = agent_values(
-        resource,
+        agent,
         settings,
         model_api_url=url(modelapi_ref) if modelapi is not None else "",
-        mcp_servers=_reaching_once([_mcp_entry(r, observed[r], url(r)) for r in present if r.kind == MCPSERVER],
-                                   peers, spec.get("modelAPI", "")),
-        peers=peers,
+        mcp_servers=[(mcpserver_spec(observed[r]), url(r)) for r in present if r.kind == MCPSERVER],
+        peers=[{"name": r.name, "url": url(r)} for r in present if r.kind == AGENT],
         default_model=default_model,
-        model_tool_calling=((modelapi or {}).get("spec") or {}).get("toolCalling") or "",
-        model_api_budget=((modelapi or {}).get("spec") or {}).get("budget"),
+        modelapi=modelapi_view,
         long_term_memory=_long_term_memory(refs, observed, settings),
     )
     message = f"deployed without waiting for {reasons}" if not_ready else ""
@@ -310,50 +311,17 @@ def _long_term_memory(refs: list[Ref], observed, settings) -> dict[str, Any]:
     return long_term_memory_values(spec, store["status"], settings)
 
 
-def _mcp_entry(ref: Ref, server: Mapping[str, Any], url: str) -> dict[str, Any]:
-    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential;
-    ``identity: forward`` when the server asks for the caller's identity (spec.identity).
-
-    An external one at a KAOS workload's Service (an agent's /mcp, say) ``reaches`` it: the
-    agent's pods carry that workload's access label, or its NetworkPolicy would refuse them."""
-    spec = server.get("spec") or {}
-    if not spec.get("url"):
-        return {"name": ref.name, "url": url, **({"identity": "forward"} if spec.get("identity") == "forward" else {})}
-    workload = workload_of_url(url, ref.namespace)
-    reaches = {"reaches": {"kind": workload[0], "name": workload[1]}} if workload else {}
-    return {"name": ref.name, "url": url, "external": True, **reaches}
-
-
-def _reaching_once(mcp_servers: list[dict[str, Any]], peers: list[dict[str, str]], modelapi: str) -> list[dict]:
-    """The entries without a ``reaches`` whose access label the agent's pods carry already
-    (a peer, its ModelAPI, one of its MCP servers, an earlier entry): labels are a map."""
-    labelled = {("agent", p["name"]) for p in peers} | {("modelapi", modelapi)}
-    labelled |= {("mcpserver", m["name"]) for m in mcp_servers}
-    entries = []
-    for entry in mcp_servers:
-        reaches = entry.get("reaches")
-        if reaches and (reaches["kind"], reaches["name"]) in labelled:
-            entry = {k: v for k, v in entry.items() if k != "reaches"}
-        elif reaches:
-            labelled.add((reaches["kind"], reaches["name"]))
-        entries.append(entry)
-    return entries
-
-
-def _check_memory(spec: Mapping[str, Any], settings) -> None:
+def _check_memory(agent: AgentSpec, settings) -> None:
     """A redis agent needs a Redis; more than one replica needs a memory they share."""
-    memory = spec.get("memory") or {}
-    backend = memory.get("backend") or settings.memory_backend
-    url = (memory.get("redis") or {}).get("url") or {}
-    if backend == "redis" and not (url.get("value") or url.get("valueFrom") or settings.memory_redis_url):
+    memory = agent.memory
+    backend = memory.backend_or(settings.memory_backend)
+    if backend == "redis" and not (memory.redis_url or memory.redis_url_from or settings.memory_redis_url):
         raise _Invalid(
             "spec.memory.backend redis needs a Redis: set spec.memory.redis.url (value, or valueFrom.secretKeyRef), "
             "or give the platform one (the platform chart's memory.redis.deploy or memory.redis.url)"
         )
-    autoscaling = spec.get("autoscaling")
-    replicas = autoscaling["maxReplicas"] if autoscaling else spec.get("replicas", 1)
-    remembers = ((spec.get("config") or {}).get("memory") or {}).get("enabled", True)
-    if replicas > 1 and backend == "local" and remembers:
+    autoscaling, replicas = agent.scale.autoscaling, agent.scale.most
+    if replicas > 1 and backend == "local" and memory.remembers:
         asked, single = (f"autoscaling up to {replicas} replicas", "autoscaling.maxReplicas to 1") if autoscaling \
             else (f"replicas {replicas}", "replicas to 1")
         raise _Invalid(
@@ -363,29 +331,30 @@ def _check_memory(spec: Mapping[str, Any], settings) -> None:
         )
 
 
-def _check_approval(spec: Mapping[str, Any]) -> None:
+def _check_approval(agent: AgentSpec) -> None:
     """An approval entry ``mcp:<name>`` or ``peer:<name>`` names a server or a peer of this agent:
     one it does not use would gate nothing, silently (``peer:*`` is any peer). Peers reached by
     URL are named by their A2A cards, unknown here, so with such peers any ``peer:`` name is accepted."""
-    tools = (spec.get("approval") or {}).get("tools") or []
-    servers = spec.get("mcpServers") or []
-    access = (spec.get("agentNetwork") or {}).get("access") or []
-    by_url = any("://" in entry for entry in access)
-    for entry in tools:
-        kind, _, name = entry.partition(":")
-        if kind == "mcp" and name not in servers:
-            listed = ", ".join(servers) or "none"
-            raise _Invalid(f"spec.approval.tools: {entry!r} names an MCP server this agent does not use "
-                           f"(spec.mcpServers: {listed}); add it there or fix the name")
-        if kind == "peer" and name != "*" and name not in access and not by_url:
-            listed = ", ".join(access) or "none"
-            raise _Invalid(f"spec.approval.tools: {entry!r} names a peer this agent cannot delegate to "
-                           f"(agentNetwork.access: {listed}); add it there or fix the name")
-
-
-def _check_model_admitted(model: str, modelapi_ref: Ref, modelapi: Mapping[str, Any]) -> None:
+    if agent.approval is None:
+        return
+    servers, access = agent.mcp_servers, agent.network.access
     try:
-        patterns = offered_models(modelapi.get("spec") or {})
+        targets = agent.approval.targets
+    except ValueError as error:
+        raise _Invalid(f"spec.approval.tools: {error}") from None
+    for kind, name in targets:
+        entry = f"{kind}:{name}"
+        if kind == "mcp" and name not in servers:
+            raise _Invalid(f"spec.approval.tools: {entry!r} names an MCP server this agent does not use "
+                           f"(spec.mcpServers: {', '.join(servers) or 'none'}); add it there or fix the name")
+        if kind == "peer" and name != "*" and name not in access and not agent.network.a2a_urls:
+            raise _Invalid(f"spec.approval.tools: {entry!r} names a peer this agent cannot delegate to "
+                           f"(agentNetwork.access: {', '.join(access) or 'none'}); add it there or fix the name")
+
+
+def _check_model_admitted(model: str, modelapi_ref: Ref, modelapi: ModelAPISpec) -> None:
+    try:
+        patterns = offered_models(modelapi.raw)
     except ModelConfigError:
         return  # the ModelAPI itself is Failed; the agent waits for it
     if patterns and not admitted(patterns, model):

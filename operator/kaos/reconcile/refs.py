@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Mapping, NamedTuple
 
 from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MEMORYSTORE, MODELAPI, TRIGGER
+from kaos.reconcile.specs import AgentSpec, agent_spec, is_url
 
 __all__ = [
     "AGENT", "CHART_OF", "KINDS", "MCPSERVER", "MODELAPI",
-    "Ref", "a2a_peer_urls", "dependencies", "is_url", "ref_of", "release_name",
+    "Ref", "agent_dependencies", "dependencies", "is_url", "ref_of", "release_name",
 ]
 
 
@@ -30,17 +31,6 @@ def release_name(kind: str, name: str) -> str:
     return f"{CHART_OF[kind]}-{name}"
 
 
-def is_url(entry: str) -> bool:
-    """An ``agentNetwork.access`` entry that is the URL of an A2A agent rather than an Agent's name."""
-    return entry.startswith(("http://", "https://"))
-
-
-def a2a_peer_urls(spec: Mapping[str, Any]) -> list[str]:
-    """The A2A agents an Agent names by URL in ``agentNetwork.access``, each once. No dependency:
-    nothing waits for them; the runtime fetches their cards and reports what it cannot reach."""
-    return _unique([entry for entry in (spec.get("agentNetwork") or {}).get("access") or [] if is_url(entry)])
-
-
 def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
     """The ModelAPI, each MCPServer, each peer Agent (an A2A agent named by URL is none) and the
     MemoryStore an Agent names; a Trigger's Agent; a MemoryStore's ModelAPIs; nothing for other kinds."""
@@ -51,16 +41,15 @@ def dependencies(resource: Mapping[str, Any]) -> list[Ref]:
         models = (resource.get("spec") or {}).get("models") or {}
         names = [(models.get(role) or {}).get("modelAPI") for role in ("embedding", "summarization")]
         return [Ref(MODELAPI, ref_of(resource).namespace, name) for name in _unique([n for n in names if n])]
-    if resource.get("kind") != AGENT:
-        return []
-    namespace = ref_of(resource).namespace
-    spec = resource.get("spec") or {}
-    refs = [Ref(MODELAPI, namespace, spec["modelAPI"])] if spec.get("modelAPI") else []
-    refs += [Ref(MCPSERVER, namespace, name) for name in _unique(spec.get("mcpServers") or [])]
-    access = (spec.get("agentNetwork") or {}).get("access") or []
-    refs += [Ref(AGENT, namespace, name) for name in _unique(access) if not is_url(name)]
-    store = (spec.get("memory") or {}).get("store")
-    return refs + ([Ref(MEMORYSTORE, namespace, store)] if store else [])
+    return agent_dependencies(agent_spec(resource)) if resource.get("kind") == AGENT else []
+
+
+def agent_dependencies(agent: AgentSpec) -> list[Ref]:
+    namespace = agent.namespace
+    refs = [Ref(MODELAPI, namespace, agent.model_api)] if agent.model_api else []
+    refs += [Ref(MCPSERVER, namespace, name) for name in _unique(list(agent.mcp_servers))]
+    refs += [Ref(AGENT, namespace, name) for name in agent.network.peers]
+    return refs + ([Ref(MEMORYSTORE, namespace, agent.memory.store)] if agent.memory.store else [])
 
 
 def _unique(names: list[str]) -> list[str]:

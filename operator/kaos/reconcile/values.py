@@ -1,7 +1,9 @@
 """Resource -> values of its workload chart (charts/<chart>/values.yaml is the contract).
 
-The resource is a validated one: the CRD schema's defaults (for example the agent's
-reasoningLoopMaxSteps and memory settings) are in it already, and are not written again here.
+The input is a resource's typed view (kaos.reconcile.specs) of a validated resource: the CRD
+schema's defaults (for example the agent's reasoningLoopMaxSteps and memory settings) are in it
+already, and are not written again here. What an agent's NetworkPolicy lets it reach (its MCP
+servers' ``reaches``, a ModelAPI's upstream) is worked out here too, from the URLs the plan resolved.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ import copy
 from typing import Any, Mapping
 
 from kaos.reconcile.endpoints import workload_of_url
-from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, engine, gguf, mirror, ollama_gguf
+from kaos.reconcile.hosted import EMBEDDINGS, LLAMACPP, gguf, mirror, ollama_gguf
 from kaos.reconcile.memorystore import EXTERNAL, MemoryStoreSpec, local_url
 from kaos.reconcile.models import proxy_models
-from kaos.reconcile.refs import a2a_peer_urls, ref_of
+from kaos.reconcile.specs import AgentSpec, MCPServerSpec, Memory, ModelAPISpec, Scale
 
 
 def image_values(reference: str | None, default) -> dict[str, str]:
@@ -29,8 +31,8 @@ def image_values(reference: str | None, default) -> dict[str, str]:
     return {"repository": repository, "tag": tag or "latest", "pullPolicy": default.pull_policy}
 
 
-def gateway_values(spec: Mapping[str, Any], settings, enabled: bool = True) -> dict[str, Any]:
-    timeout = (spec.get("gatewayRoute") or {}).get("timeout") or settings.gateway_timeout
+def gateway_values(gateway_route: Mapping[str, Any], settings, enabled: bool = True) -> dict[str, Any]:
+    timeout = gateway_route.get("timeout") or settings.gateway_timeout
     return {
         "enabled": bool(settings.gateway_enabled and enabled),
         "parentRef": {"name": settings.gateway_name, "namespace": settings.gateway_parent_namespace},
@@ -56,32 +58,26 @@ def agent_network_policy_values(settings) -> dict[str, Any]:
     return values
 
 
-def _container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    return spec.get("container") or {}
-
-
 def _copy_list(items) -> list:
     return copy.deepcopy(list(items or []))
 
 
-def memory_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
+def memory_values(memory: Memory, settings) -> dict[str, Any]:
     """config.memory (the bounds) and spec.memory (where it lives, its compaction) as the chart's ``memory``.
     A redis agent without a URL of its own gets the platform's Redis (settings.memory_redis_url)."""
-    config = (spec.get("config") or {}).get("memory") or {}
-    memory = spec.get("memory") or {}
-    backend = memory.get("backend") or settings.memory_backend
-    url = ((memory.get("redis") or {}).get("url")) or {}
-    secret_ref = copy.deepcopy((url.get("valueFrom") or {}).get("secretKeyRef") or {})
-    value = url.get("value") or ""
+    backend = memory.backend_or(settings.memory_backend)
+    secret_ref = copy.deepcopy(dict(memory.redis_secret_ref))
+    value = memory.redis_url
     if backend == "redis" and not value and not secret_ref:
         value = settings.memory_redis_url
     return {
-        **copy.deepcopy(config),
+        **copy.deepcopy(dict(memory.bounds)),
         "backend": backend,
         "redis": {"url": value if backend == "redis" else "",
                   "secretKeyRef": secret_ref if backend == "redis" else {}},
-        "ttlSeconds": memory.get("ttlSeconds") or 0,
-        **({"compaction": {"enabled": True, **copy.deepcopy(memory["compaction"])}} if "compaction" in memory else {}),
+        "ttlSeconds": memory.ttl_seconds,
+        **({"compaction": {"enabled": True, **copy.deepcopy(dict(memory.compaction))}}
+           if memory.compaction is not None else {}),
     }
 
 
@@ -111,13 +107,13 @@ def long_term_memory_values(store: MemoryStoreSpec, store_status: Mapping[str, A
     }
 
 
-def scale_values(spec: Mapping[str, Any], settings) -> dict[str, Any]:
+def scale_values(scale: Scale, settings) -> dict[str, Any]:
     """spec.replicas or spec.autoscaling (the CRD allows one at most) as the chart's ``replicas``
     or ``autoscaling``; neither: the chart's default, one replica. With autoscaling the values carry
     no ``replicas``, so the Deployment has none and its HorizontalPodAutoscaler owns the count."""
-    scaling = spec.get("autoscaling")
+    scaling = scale.autoscaling
     if not scaling:
-        return {"replicas": spec["replicas"]} if "replicas" in spec else {}
+        return {"replicas": scale.replicas} if scale.replicas is not None else {}
     target = scaling["target"]
     values = {"enabled": True, "minReplicas": scaling["minReplicas"], "maxReplicas": scaling["maxReplicas"],
               "cpuUtilization": target.get("cpuUtilization") or 0}
@@ -137,55 +133,80 @@ def budget_values(budget: Mapping[str, Any], model_api_budget: Mapping[str, Any]
 
 
 def agent_values(
-    resource: Mapping[str, Any],
+    agent: AgentSpec,
     settings,
     model_api_url: str,
-    mcp_servers: list[dict[str, str]],
+    mcp_servers: list[tuple[MCPServerSpec, str]],
     peers: list[dict[str, str]],
     default_model: str = "",
-    model_tool_calling: str = "",
-    model_api_budget: Mapping[str, Any] | None = None,
+    modelapi: ModelAPISpec | None = None,
     long_term_memory: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``model_tool_calling``: the ModelAPI's spec.toolCalling, used when the agent sets none;
+    """``mcp_servers``: each MCP server present with its URL; ``modelapi``: the agent's ModelAPI when
+    present (its toolCalling is used when the agent sets none, its budget applies);
     ``long_term_memory``: long_term_memory_values of its MemoryStore (empty: none)."""
-    spec = resource.get("spec") or {}
-    config = spec.get("config") or {}
-    container = _container(spec)
+    config = agent.config
     telemetry = config.get("telemetry") or {}
-    expose = (spec.get("agentNetwork") or {}).get("expose", True)
-    tool_calling = config.get("toolCalling") or model_tool_calling
+    expose = agent.network.expose
+    tool_calling = config.get("toolCalling") or (modelapi.tool_calling if modelapi else "")
     return {
         **({"toolCalling": tool_calling} if tool_calling else {}),  # unset: the runtime's auto
-        "name": ref_of(resource).name,
-        "image": image_values(container.get("image"), settings.runtime_image),
-        **scale_values(spec, settings),
+        "name": agent.name,
+        "image": image_values(agent.container.image, settings.runtime_image),
+        **scale_values(agent.scale, settings),
         "description": config.get("description") or "",
         "instructions": config.get("instructions") or "",
-        "model": spec.get("model") or default_model,
-        "modelAPI": {"name": spec.get("modelAPI", ""), "url": model_api_url},
+        "model": agent.model or default_model,
+        "modelAPI": {"name": agent.model_api, "url": model_api_url},
         "reasoningLoopMaxSteps": config["reasoningLoopMaxSteps"],
         **({"contextWindow": config["contextWindow"]} if config.get("contextWindow") else {}),
-        "mcpServers": mcp_servers,
+        "mcpServers": _reaching_once([_mcp_entry(server, url) for server, url in mcp_servers], peers, agent.model_api),
         "peers": peers,
-        "a2aPeers": a2a_peer_urls(spec),
-        "memory": memory_values(spec, settings),
+        "a2aPeers": list(agent.network.a2a_urls),
+        "memory": memory_values(agent.memory, settings),
         **({"longTermMemory": dict(long_term_memory)} if long_term_memory else {}),  # unset: none
         "telemetry": {
             "enabled": telemetry.get("enabled", settings.telemetry_enabled),
             "endpoint": telemetry.get("endpoint") or settings.telemetry_endpoint,
         },
-        "env": _copy_list(config.get("env")) + _copy_list(container.get("env")),
-        "resources": copy.deepcopy(container.get("resources") or {}),
+        "env": copy.deepcopy(agent.env),
+        "resources": copy.deepcopy(dict(agent.container.resources)),
         "expose": expose,
-        "gateway": gateway_values(spec, settings, enabled=expose),
+        "gateway": gateway_values(agent.gateway_route, settings, enabled=expose),
         "networkPolicy": agent_network_policy_values(settings),
         "metrics": {"annotations": True, "serviceMonitor": {"enabled": settings.service_monitor_enabled}},
-        "budget": budget_values(spec.get("budget") or {}, model_api_budget or {}),
-        "auth": copy.deepcopy(spec.get("auth") or {}),
-        **({"access": copy.deepcopy(spec["access"])} if spec.get("access") else {}),  # unset: no grants needed
-        **({"approval": copy.deepcopy(spec["approval"])} if spec.get("approval") else {}),  # unset: none gated
+        "budget": budget_values(agent.budget, modelapi.budget if modelapi else {}),
+        "auth": copy.deepcopy(dict(agent.auth.block)),
+        **({"access": copy.deepcopy(list(agent.access))} if agent.access else {}),  # unset: no grants needed
+        **({"approval": copy.deepcopy(dict(agent.approval.block))} if agent.approval else {}),  # unset: none gated
     }
+
+
+def _mcp_entry(server: MCPServerSpec, url: str) -> dict[str, Any]:
+    """An MCP server of the agent's values; ``external`` (spec.url) ones get no credential;
+    ``identity: forward`` when the server asks for the caller's identity (spec.identity).
+
+    An external one at a KAOS workload's Service (an agent's /mcp, say) ``reaches`` it: the
+    agent's pods carry that workload's access label, or its NetworkPolicy would refuse them."""
+    if not server.url:
+        return {"name": server.name, "url": url, **({"identity": "forward"} if server.identity == "forward" else {})}
+    return {"name": server.name, "url": url, "external": True, **_reaches(url, server.namespace)}
+
+
+def _reaching_once(mcp_servers: list[dict[str, Any]], peers: list[dict[str, str]], modelapi: str) -> list[dict]:
+    """The entries without a ``reaches`` whose access label the agent's pods carry already
+    (a peer, its ModelAPI, one of its MCP servers, an earlier entry): labels are a map."""
+    labelled = {("agent", p["name"]) for p in peers} | {("modelapi", modelapi)}
+    labelled |= {("mcpserver", m["name"]) for m in mcp_servers}
+    entries = []
+    for entry in mcp_servers:
+        reaches = entry.get("reaches")
+        if reaches and (reaches["kind"], reaches["name"]) in labelled:
+            entry = {k: v for k, v in entry.items() if k != "reaches"}
+        elif reaches:
+            labelled.add((reaches["kind"], reaches["name"]))
+        entries.append(entry)
+    return entries
 
 
 def _reaches(url: str, namespace: str) -> dict[str, Any]:
@@ -196,43 +217,41 @@ def _reaches(url: str, namespace: str) -> dict[str, Any]:
     return {"reaches": {"kind": workload[0], "name": workload[1]}} if workload else {}
 
 
-def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
-    spec = resource.get("spec") or {}
-    proxy = spec.get("proxyConfig") or {}
-    container = _container(spec)
+def modelapi_values(modelapi: ModelAPISpec, settings) -> dict[str, Any]:
+    spec, proxy, container = modelapi.raw, modelapi.proxy, modelapi.container
     api_key = proxy.get("apiKey") or {}
     hosted_image = settings.ollama_image.values()
     proxy_image = settings.litellm_image.values()
     hosted_extra: dict[str, Any] = {}
-    if spec.get("mode") == "Hosted":
-        hosted_extra["engine"] = engine(spec, bool(settings.hosted_registry))
+    if modelapi.hosted:
+        hosted_extra["engine"] = modelapi.engine(settings)
         if hosted_extra["engine"] == LLAMACPP:
             hosted_extra["llamacpp"] = {
-                "image": image_values(container.get("image"), settings.llamacpp_image),
+                "image": image_values(container.image, settings.llamacpp_image),
                 "fetchImage": settings.model_fetch_image.values(),
             }
             hosted_extra["gguf"] = gguf(spec)
         elif hosted_extra["engine"] == EMBEDDINGS:
-            hosted_extra["embeddings"] = {"image": image_values(container.get("image"), settings.embeddings_image)}
+            hosted_extra["embeddings"] = {"image": image_values(container.image, settings.embeddings_image)}
         else:
-            hosted_image = image_values(container.get("image"), settings.ollama_image)
+            hosted_image = image_values(container.image, settings.ollama_image)
             if created_from := ollama_gguf(spec):
                 hosted_extra["gguf"] = created_from
             if mirrored := mirror(spec, settings.hosted_registry, settings.hosted_registry_insecure,
                                   settings.hosted_registry_secret):
                 hosted_extra["mirror"] = {**mirrored, "fetchImage": settings.model_fetch_image.values()}
     else:
-        proxy_image = image_values(container.get("image"), settings.litellm_image)
+        proxy_image = image_values(container.image, settings.litellm_image)
     return {
-        "name": ref_of(resource).name,
-        "mode": spec.get("mode", "Proxy"),
-        **scale_values(spec, settings),
+        "name": modelapi.name,
+        "mode": modelapi.mode,
+        **scale_values(modelapi.scale, settings),
         "proxy": {
             "image": proxy_image,
             "models": proxy_models(proxy),
             "provider": proxy.get("provider") or "",
             "apiBase": proxy.get("apiBase") or "",
-            **_reaches(proxy.get("apiBase") or "", ref_of(resource).namespace),
+            **_reaches(proxy.get("apiBase") or "", modelapi.namespace),
             "apiKey": {
                 "value": api_key.get("value") or "",
                 "secretKeyRef": copy.deepcopy((api_key.get("valueFrom") or {}).get("secretKeyRef") or {}),
@@ -242,40 +261,38 @@ def modelapi_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
         },
         "hosted": {
             "image": hosted_image,
-            "model": (spec.get("hostedConfig") or {}).get("model") or "",
+            "model": modelapi.hosted_model,
             **hosted_extra,
         },
-        "env": _copy_list(container.get("env")),
-        "resources": copy.deepcopy(container.get("resources") or {}),
-        "gateway": {**gateway_values(spec, settings),
-                    "adminRoutes": bool((spec.get("gatewayRoute") or {}).get("adminRoutes"))},
+        "env": copy.deepcopy(list(container.env)),
+        "resources": copy.deepcopy(dict(container.resources)),
+        "gateway": {**gateway_values(modelapi.gateway_route, settings),
+                    "adminRoutes": bool(modelapi.gateway_route.get("adminRoutes"))},
         "networkPolicy": network_policy_values(settings),
-        "auth": copy.deepcopy(spec.get("auth") or {}),
+        "auth": copy.deepcopy(dict(modelapi.auth.block)),
     }
 
 
-def mcpserver_values(resource: Mapping[str, Any], settings) -> dict[str, Any]:
-    spec = resource.get("spec") or {}
-    container = _container(spec)
+def mcpserver_values(server: MCPServerSpec, settings) -> dict[str, Any]:
+    container = server.container
     image = {"repository": "", "tag": "", "pullPolicy": "IfNotPresent"}
-    if container.get("image"):
-        image = image_values(container["image"], settings.runtime_image)
+    if container.image:
+        image = image_values(container.image, settings.runtime_image)
     return {
-        "name": ref_of(resource).name,
-        "runtime": spec.get("runtime", "python-string"),
-        **scale_values(spec, settings),
-        "params": spec.get("params") or "",
-        "url": spec.get("url") or "",
+        "name": server.name,
+        "runtime": server.runtime,
+        **scale_values(server.scale, settings),
+        "params": server.params,
+        "url": server.url,
         "runtimeImage": settings.runtime_image.values(),
         "image": image,
-        "command": list(container.get("command") or []),
-        "args": list(container.get("args") or []),
+        "command": list(container.command),
+        "args": list(container.args),
         "registry": copy.deepcopy(dict(settings.mcp_runtimes)),
-        "env": _copy_list(container.get("env")),
-        "resources": copy.deepcopy(container.get("resources") or {}),
-        "serviceAccountName": spec.get("serviceAccountName") or "",
-        "auth": copy.deepcopy(spec.get("auth") or {}),
-        "gateway": gateway_values(spec, settings),
+        "env": copy.deepcopy(list(container.env)),
+        "resources": copy.deepcopy(dict(container.resources)),
+        "serviceAccountName": server.service_account_name,
+        "auth": copy.deepcopy(dict(server.auth.block)),
+        "gateway": gateway_values(server.gateway_route, settings),
         "networkPolicy": network_policy_values(settings),
     }
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.approval_entries import approval_entry
 from ..core.settings import ApprovalSettings
 
 
@@ -33,14 +34,9 @@ class ApprovalPolicy:
     @classmethod
     def from_settings(cls, settings: ApprovalSettings) -> "ApprovalPolicy":
         tools, servers, peers = set(), set(), set()
-        for entry in settings.required:
-            kind, _, name = entry.partition(":")
-            if kind == "mcp" and name:
-                servers.add(name)
-            elif kind == "peer" and name:
-                peers.add(name)
-            else:
-                tools.add(entry)
+        for entry in settings.required:  # checked by ApprovalSettings
+            kind, name = approval_entry(entry)
+            {"tool": tools, "mcp": servers, "peer": peers}[kind].add(name)
         return cls(tools=frozenset(tools - {"*"}), servers=frozenset(servers), peers=frozenset(peers - {"*"}),
                    every_tool="*" in tools, every_peer="*" in peers, from_annotations=settings.from_annotations,
                    timeout_seconds=settings.timeout_seconds, proceed_on_timeout=settings.on_timeout == "proceed")

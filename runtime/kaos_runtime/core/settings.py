@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 
 from .agent_crd import FIELDS as AGENT_CRD_FIELDS
 from .api_keys import parse_api_keys
+from .approval_entries import approval_entry
 from .grants import rules as access_rules
 from .mock_responses import check_scripted
 from .principal import entries as principal_entries
@@ -280,7 +281,6 @@ class AuthSettings(_Settings):
         return value
 
 
-APPROVAL_PREFIXES = ("mcp:", "peer:")
 OnTimeout = Annotated[Literal["reject", "proceed"], BeforeValidator(lambda v: _trimmed(v).lower())]
 
 
@@ -309,19 +309,14 @@ class ApprovalSettings(_Settings):
     @field_validator("required", mode="before")
     @classmethod
     def _entries(cls, value: Any) -> Any:
-        """TOOL_APPROVAL_REQUIRED: names separated by commas, each once; `mcp:`/`peer:` need a name."""
-        if not isinstance(value, str):
-            return value
-        entries = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        """TOOL_APPROVAL_REQUIRED: entries (core/approval_entries.py) separated by commas, each once."""
+        parts = value.split(",") if isinstance(value, str) else list(value)
+        entries = tuple(dict.fromkeys(part.strip() for part in parts if part.strip()))
         for entry in entries:
-            prefix, _, name = entry.partition(":")
-            if f"{prefix}:" in APPROVAL_PREFIXES and not name.strip():
-                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} needs a name after {prefix}:")
-            if ":" in entry and f"{prefix}:" not in APPROVAL_PREFIXES:
-                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} is not a tool name, *, mcp:<server> "
-                                 "or peer:<agent>")
-            if any(character.isspace() for character in entry):
-                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {entry!r} holds white space")
+            try:
+                approval_entry(entry)
+            except ValueError as error:
+                raise ValueError(f"TOOL_APPROVAL_REQUIRED: {error}") from None
         return entries
 
 
