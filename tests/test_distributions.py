@@ -34,8 +34,9 @@ from kaos.settings import Settings, SettingsError
 ROOT = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = {"kaos": ROOT / "operator", "kaos-runtime": ROOT / "runtime"}
 PACKAGES = {"kaos": "kaos", "kaos-runtime": "kaos_runtime"}
-# What only the runtime needs: none of it is a requirement of kaos.
-RUNTIME_ONLY = {"kaos-runtime", "litellm", "a2a-sdk", "redis", "fastapi", "pyjwt", "llama-cpp-python",
+# What only the runtime needs: none of it is a requirement of kaos. (PyJWT is both sides': the
+# agents verify access tokens, the console's sign-in and `kaos login` verify ID tokens.)
+RUNTIME_ONLY = {"kaos-runtime", "litellm", "a2a-sdk", "redis", "fastapi", "llama-cpp-python",
                 "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http", "opentelemetry-api"}
 CONTROL_ONLY = {"kaos", "kopf", "pyhelm3", "jsonschema", "pyyaml"}
 SCRIPTS = {"kaos": {"kaos", "kaos-operator", "kaos-console"}, "kaos-runtime": {"kaos-runtime"}}
