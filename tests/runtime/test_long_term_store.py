@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,3 +267,22 @@ def test_sqlite_the_one_bit_scan_keeps_the_exact_nearest(tmp_path):
         found += len({int(h.record.text) for h in run(store.search("key:1", question, 5))} & set(exact))
     assert found / (5 * len(questions)) >= 0.95
     run(store.close())
+
+
+def test_sqlite_an_agent_process_opening_the_store_loads_no_numpy(tmp_path):
+    """sqlite-vec's package imports the standard sqlite3 module and numpy (about 20 MiB of an
+    agent's RSS, against the 100 MiB target) for helpers the store does not use: the store loads
+    the extension by its path, and a process that opens, writes and searches imports neither."""
+    script = (
+        "import asyncio, sys\n"
+        "from kaos_runtime.long_term.records import NewMemory\n"
+        "from kaos_runtime.long_term.sqlite_store import SqliteVecStore\n"
+        f"store = SqliteVecStore({str(tmp_path / 'lean.db')!r}, 'lean', 5)\n"
+        "vector = [1.0] + [0.0] * 383\n"
+        "asyncio.run(store.add([NewMemory('key:1', 'fact', vector, 1000.0)]))\n"
+        "assert asyncio.run(store.search('key:1', vector, 1))[0].record.text == 'fact'\n"
+        "print(sorted(name for name in ('numpy', 'sqlite3', 'sqlite_vec') if name in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout

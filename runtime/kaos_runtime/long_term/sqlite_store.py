@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import importlib.util
 import threading
 from pathlib import Path
 
@@ -41,6 +42,16 @@ MMAP_BYTES = 1 << 30  # how much of the file SQLite reads through mmap (address 
 def packed(vector: list[float]) -> bytes:
     return array.array("f", vector).tobytes()
 
+
+
+def vec_extension_path() -> str:
+    """sqlite-vec's loadable extension (``vec0`` beside the package's files), found without
+    importing the package: its ``__init__`` imports the standard sqlite3 module and numpy
+    (about 20 MiB of an agent's RSS) for helpers KAOS does not use."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreUnavailable("sqlite-vec is not installed (pip install sqlite-vec)")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
 
 class SqliteVecStore(VectorStore):
     backend = "sqlite"
@@ -59,7 +70,6 @@ class SqliteVecStore(VectorStore):
         if self._connection is not None:
             return self._connection
         import apsw
-        import sqlite_vec
 
         if not Path(self.path).is_absolute():
             raise StoreUnavailable(f"sqlite store path {self.path!r} is not absolute (sqlite:///abs/path.db)")
@@ -67,7 +77,7 @@ class SqliteVecStore(VectorStore):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             connection = apsw.Connection(self.path)
             connection.enable_load_extension(True)
-            connection.load_extension(sqlite_vec.loadable_path())
+            connection.load_extension(vec_extension_path())
             connection.enable_load_extension(False)
             connection.set_busy_timeout(int(self.timeout * 1000))
             for pragma in ("journal_mode=wal", "secure_delete=on", "synchronous=normal", f"mmap_size={MMAP_BYTES}"):
