@@ -1,7 +1,8 @@
 """`kaos get triggers` and `kaos trigger run`: the table and the command line (the run itself: tests/local)."""
 
 from kaos.cli import display
-from kaos.cli.commands import cmd_trigger_run, parse
+from kaos.cli.commands import parse
+from kaos.cli.triggers import cmd_trigger_run
 
 
 def trigger(name, status, **spec):

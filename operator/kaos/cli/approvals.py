@@ -11,13 +11,17 @@ passes the decision on.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 import httpx
 
+from kaos.api import AGENT
 from kaos.cli.client import ControlPlaneError, answer_detail
+from kaos.cli.context import UsageError, check_names, control_plane, token
 from kaos.cli.display import aligned
 from kaos.routes import gateway_path
 
@@ -172,3 +176,92 @@ def table(held: list[Held], now: datetime, show_namespace: bool = False) -> str:
             h.id, agent, str(approval.get("tool") or "-"), _short(approval.get("arguments", {}), 40),
             str(approval.get("session_id") or "-"), status, when])
     return aligned(rows)
+
+
+# The commands: `kaos approvals list|approve|reject`.
+
+
+def _approvals_of_network(args) -> tuple[Approvals, list[Held], list[str]]:
+    """The approvals of every Ready agent of the namespace (all namespaces with -A)."""
+    client = control_plane()
+    namespace = None if getattr(args, "all_namespaces", False) else args.namespace
+    agents = [(a["metadata"]["namespace"], a["metadata"]["name"]) for a in client.resources("Agent", namespace)
+              if (a.get("status") or {}).get("ready")]
+    if not agents:
+        where = "any namespace" if namespace is None else f"namespace {namespace!r}"
+        raise UsageError(f"no Ready agent in {where} (see `kaos get agents`)")
+    gateway = Approvals(client.url, token=token(args))
+    held, problems = gateway.gather(agents, everything=args.all)
+    return gateway, held, problems
+
+
+def cmd_approvals_list(args) -> int:
+    gateway, held, problems = _approvals_of_network(args)
+    gateway.close()
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if args.output == "json":
+        print(json.dumps({"approvals": [{**h.approval, "agent": h.holder, "namespace": h.namespace, "via": h.via}
+                                        for h in held]}, indent=2))
+    else:
+        print(table(held, datetime.now(timezone.utc), show_namespace=args.all_namespaces))
+    return 1 if problems and not held else 0
+
+
+def cmd_approvals_decide(args) -> int:
+    if args.agent:  # straight to that agent: no search
+        check_names(AGENT, args.namespace, args.agent)
+        gateway = Approvals(control_plane().url, token=token(args))
+        target = Held(args.namespace, args.agent, args.agent, {"id": args.id})
+    else:
+        gateway, held, problems = _approvals_of_network(args)
+        try:
+            target = find(held, args.id)
+        except ApprovalError as error:
+            gateway.close()
+            raise ApprovalError("; ".join([str(error), *problems])) from None
+    try:
+        decided = gateway.decide(target, args.decision, args.reason or "")
+    finally:
+        gateway.close()
+    outcome = decided.get("status") or args.decision
+    reason = f": {decided['reason']}" if decided.get("reason") else ""
+    print(f"approval {target.id} of agent {target.namespace}/{target.holder} ({decided.get('tool') or '-'}) "
+          f"{outcome} by {decided.get('decided_by') or '-'}{reason}")
+    return 0
+
+
+APPROVALS_HELP = """Tool calls waiting for a person's decision in the agents of the current network (docs/approvals.md).
+The CLI asks every Ready agent of the namespace (-A: of every namespace) through the gateway of `kaos up`.
+An approval id is unique within one agent: `approve`/`reject` list the approvals of every agent and
+send the decision to the one holding the id; with --agent NAME they send it to that agent without
+searching (needed when several agents hold the id). A peer's pending call shows at the peer itself;
+one only a coordinator lists is decided through it."""
+
+
+def add_parser(commands) -> None:
+    group = commands.add_parser("approvals", help="list, approve or reject tool calls waiting for a decision",
+                                description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = group.add_subparsers(dest="action", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-n", "--namespace", default="default")
+        parser.add_argument("-A", "--all-namespaces", action="store_true")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (names who decided; default: that of `kaos login`)")
+
+    listing = actions.add_parser("list", help="pending approvals (--all: decided and expired ones too)",
+                                 description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    listing.add_argument("--all", action="store_true", help="also approved, rejected and expired ones")
+    listing.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    common(listing)
+    listing.set_defaults(run=cmd_approvals_list)
+    for decision in ("approve", "reject"):
+        action = actions.add_parser(decision, help=f"{decision} a pending tool call (its id from `kaos approvals list`)",
+                                    description=APPROVALS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        action.add_argument("id", help="the approval id")
+        action.add_argument("--reason", default="", help="why (recorded; a rejection's reason reaches the model)")
+        action.add_argument("--agent", help="the agent holding the id: decide there without searching")
+        common(action)
+        action.set_defaults(run=cmd_approvals_decide, decision=decision, all=True)
+
+

@@ -4,9 +4,13 @@ admin read what, and when."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
+from kaos.api import AGENT
 from kaos.cli.client import ControlPlaneError
+from kaos.cli.context import check_names, control_plane, token
 from kaos.cli.display import aligned
 from kaos.routes import gateway_path
 
@@ -47,3 +51,23 @@ def table(found: list[dict]) -> str:
         rows.append([str(event.get("time", "")), str(event.get("action", "")), str(event.get("user", "")),
                      str(event.get("object", "")), detail[:80]])
     return aligned(rows)
+
+
+def cmd_audit(args) -> int:
+    check_names(AGENT, args.namespace, args.agent)
+    found = events(control_plane().url, args.namespace, args.agent, token(args), args.limit)
+    print(json.dumps({"events": found}, indent=2) if args.output == "json" else table(found))
+    return 0
+
+
+
+def add_parser(commands) -> None:
+    trail = commands.add_parser("audit", help="an agent's audit trail: decisions, refusals, forgotten memories, admin reads "
+                                              "(docs/security.md, \"Audit\")")
+    trail.add_argument("agent")
+    trail.add_argument("-n", "--namespace", default="default")
+    trail.add_argument("--token", help="bearer token of an admin of the agent (with spec.auth; default: that of `kaos login`)")
+    trail.add_argument("--limit", type=int, help="only the newest LIMIT events")
+    trail.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    trail.set_defaults(run=cmd_audit)
+

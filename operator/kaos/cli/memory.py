@@ -8,11 +8,16 @@ CLI sends (``--token``), anonymous without one (docs/memory-store.md).
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from datetime import datetime, timezone
 
 import httpx
 
+from kaos.api import AGENT
 from kaos.cli.client import ControlPlaneError, answer_detail
+from kaos.cli.context import UsageError, check_names, gateway_url, positive, token
 from kaos.cli.display import aligned
 from kaos.routes import gateway_path
 
@@ -89,3 +94,77 @@ def _when(created_at) -> str:
 def _cut(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= TEXT_SHOWN_MAX else text[:TEXT_SHOWN_MAX - 3] + "..."
+
+
+# The commands: `kaos memory list|search|forget`.
+
+
+def _agent_memory(args) -> AgentMemory:
+    check_names(AGENT, args.namespace, args.agent)
+    return AgentMemory(gateway_url(), args.namespace, args.agent, token=token(args))
+
+
+def cmd_memory_list(args) -> int:
+    memory = _agent_memory(args)
+    try:
+        answer = memory.search(args.query, args.limit) if getattr(args, "query", None) else memory.list(args.limit)
+    finally:
+        memory.close()
+    if args.output == "json":
+        print(json.dumps(answer, indent=2))
+        return 0
+    print(table(answer.get("memories") or [], searched=bool(getattr(args, "query", None))))
+    shown, total = len(answer.get("memories") or []), answer.get("total", 0)
+    if not getattr(args, "query", None) and total > shown:
+        print(f"({shown} of {total}; --limit to see more)", file=sys.stderr)
+    return 0
+
+
+def cmd_memory_forget(args) -> int:
+    if bool(args.id) == bool(args.all):
+        raise UsageError("kaos memory forget: give either a memory id (from `kaos memory list`) or --all")
+    memory = _agent_memory(args)
+    try:
+        answer = memory.forget(None if args.all else args.id)
+    finally:
+        memory.close()
+    deleted = answer.get("deleted")
+    count = len(deleted) if isinstance(deleted, list) else int(deleted or 0)
+    print(f"agent {args.namespace}/{args.agent}: forgot {count} {'memory' if count == 1 else 'memories'}")
+    return 0
+
+
+MEMORY_HELP = """An agent's long-term memories (the MemoryStore its spec.memory.store names; docs/memory-store.md),
+through the gateway of `kaos up`. With the store's scope user an agent shows and forgets only the
+caller's own memories: those of the principal of --token (or of `kaos login`), or the anonymous caller's without one."""
+
+
+def add_parser(commands) -> None:
+    group = commands.add_parser("memory", help="list, search or forget an agent's long-term memories",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = group.add_subparsers(dest="action", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("agent")
+        parser.add_argument("-n", "--namespace", default="default")
+        parser.add_argument("--token", help="bearer token for agents with spec.auth (whose memories; default: that of `kaos login`)")
+
+    listing = actions.add_parser("list", help="the memories, newest first", description=MEMORY_HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    search = actions.add_parser("search", help="the memories nearest to a text, nearest first",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for parser, what in ((listing, "at most this many (the agent's default: 100)"),
+                         (search, "at most this many (the store's topK by default)")):
+        common(parser)
+        parser.add_argument("--limit", type=positive, help=what)
+        parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
+        parser.set_defaults(run=cmd_memory_list)
+    search.add_argument("query", help="what to look for")
+    forget = actions.add_parser("forget", help="forget one memory (its id) or --all of them",
+                                description=MEMORY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(forget)
+    forget.add_argument("id", nargs="?", help="the memory id (from `kaos memory list`)")
+    forget.add_argument("--all", action="store_true", help="every memory the caller may forget")
+    forget.set_defaults(run=cmd_memory_forget)
+
+
