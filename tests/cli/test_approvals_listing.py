@@ -5,8 +5,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kaos.cli.approvals import ApprovalError, find, held_approvals, table, time_left
-from kaos.cli.approvals import cmd_approvals_decide, cmd_approvals_list
+from kaos.cli.approvals import (
+    ApprovalError,
+    cmd_approvals_decide,
+    cmd_approvals_list,
+    find,
+    held_approvals,
+    table,
+    time_left,
+)
 from kaos.cli.commands import parse
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
