@@ -52,17 +52,49 @@ AUDIENCE = "bench-agent"
 KEY = "bench-key-0123456789"
 
 
-async def latencies(url: str, headers: dict, count: int) -> list[float]:
+def models_request(number: int) -> tuple[str, str, dict | None]:
+    """GET /v1/models: an authenticated route that does no other work."""
+    return "GET", "/v1/models", None
+
+
+def delegating_chat(number: int) -> tuple[str, str, dict | None]:
+    """A chat completion the coordinator answers after one delegation."""
+    return "POST", "/v1/chat/completions", {
+        "model": "m", "messages": [{"role": "user", "content": f"ask the worker {number}"}]}
+
+
+async def requests_timed(url: str, headers: dict, count: int, request, expect: str | None = None,
+                         warm: int = 0) -> list[float]:
+    """``count`` requests one at a time over one kept-alive connection, each timed end to end,
+    after ``warm`` untimed ones (the connection open, the route warm)."""
     found = []
-    async with httpx.AsyncClient(headers=headers, timeout=10) as http:
-        await http.get(url + "/v1/models")  # the connection open, the route warm
-        for _ in range(count):
+    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+        for number in range(warm + count):
+            method, path, body = request(number)
             began = time.perf_counter()
-            response = await http.get(url + "/v1/models")
-            found.append(time.perf_counter() - began)
-            if response.status_code != 200:
+            response = await http.request(method, url + path, json=body)
+            if number >= warm:
+                found.append(time.perf_counter() - began)
+            answered = response.status_code == 200 and (
+                expect is None or response.json()["choices"][0]["message"]["content"] == expect)
+            if not answered:
                 raise RuntimeError(f"{url}: {response.status_code} {response.text}")
     return found
+
+
+async def interleaved(urls: dict[str, str], headers: dict[str, dict], rounds: int, measure) -> tuple[dict, dict]:
+    """Each side measured once per round, the sides' order rotating per round: the pooled times
+    and each round's median, per side."""
+    names = list(urls)
+    pooled: dict[str, list[float]] = {name: [] for name in names}
+    medians: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            found = await measure(urls[name], headers[name])
+            pooled[name] += found
+            medians[name].append(statistics.median(found))
+    return pooled, medians
 
 
 async def timed(call, count: int) -> list[float]:
@@ -78,19 +110,6 @@ def scripted_delegations(count: int) -> str:
     """A coordinator's DEBUG_MOCK_RESPONSES: ``count`` turns of a delegation, then its answer."""
     block = "```delegate\n" + json.dumps({"agent": "bench-worker", "task": "answer"}) + "\n```"
     return json.dumps([block, "done"] * count)
-
-
-async def chats(url: str, headers: dict, count: int) -> list[float]:
-    found = []
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-        for number in range(count):
-            began = time.perf_counter()
-            response = await http.post(url + "/v1/chat/completions", json={
-                "model": "m", "messages": [{"role": "user", "content": f"ask the worker {number}"}]})
-            found.append(time.perf_counter() - began)
-            if response.status_code != 200 or response.json()["choices"][0]["message"]["content"] != "done":
-                raise RuntimeError(f"{url}: {response.status_code} {response.text}")
-    return found
 
 
 async def delegation(hydra: Hydra, token: str, args, log_dir: str, agents: list) -> None:
@@ -110,14 +129,12 @@ async def delegation(hydra: Hydra, token: str, args, log_dir: str, agents: list)
     for name, (env, headers) in sides.items():
         services[name] = start_agent(f"bench-coord-{name}", env, log_dir)
         agents.append(services[name])
-        await chats(services[name].url, headers, 1)  # the worker's card read, the connection open
-    pooled: dict[str, list[float]] = {name: [] for name in sides}
-    medians: dict[str, list[float]] = {name: [] for name in sides}
-    for round_ in range(args.rounds):
-        for name in (list(sides) if round_ % 2 == 0 else list(sides)[::-1]):
-            found = await chats(services[name].url, sides[name][1], args.delegations)
-            pooled[name] += found
-            medians[name].append(statistics.median(found))
+        await requests_timed(services[name].url, headers, 1, delegating_chat, "done")  # the worker's card read
+
+    async def measure(url: str, headers: dict) -> list[float]:
+        return await requests_timed(url, headers, args.delegations, delegating_chat, "done")
+    pooled, medians = await interleaved({name: services[name].url for name in sides},
+                                        {name: sides[name][1] for name in sides}, args.rounds, measure)
     print(f"a chat completion that delegates once, {args.delegations} x {args.rounds} rounds each, interleaved (p50):")
     for name in sides:
         print(f"  {name:<6} {ms(statistics.median(pooled[name])):>10}")
@@ -157,17 +174,13 @@ async def main(args) -> None:
         for name, (env, _) in sides.items():
             services[name] = start_agent(f"bench-{name}", env, log_dir)
             agents.append(services[name])
-        pooled: dict[str, list[float]] = {name: [] for name in sides}
-        medians: dict[str, list[float]] = {name: [] for name in sides}
-        names = list(sides)
-        for round_ in range(args.rounds):
-            order = names[round_ % 3:] + names[:round_ % 3]
-            for name in order:
-                found = await latencies(services[name].url, sides[name][1], args.requests)
-                pooled[name] += found
-                medians[name].append(statistics.median(found))
+
+        async def measure(url: str, headers: dict) -> list[float]:
+            return await requests_timed(url, headers, args.requests, models_request, warm=1)
+        pooled, medians = await interleaved({name: services[name].url for name in sides},
+                                            {name: sides[name][1] for name in sides}, args.rounds, measure)
         print(f"GET /v1/models, {args.requests} requests x {args.rounds} rounds each, interleaved (p50):")
-        for name in names:
+        for name in sides:
             print(f"  {name:<6} {ms(statistics.median(pooled[name])):>10}")
         for other in ("open", "key"):
             paired = [a - b for a, b in zip(medians["oidc"], medians[other])]
