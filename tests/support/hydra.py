@@ -9,7 +9,8 @@ browser would and accepts the login and consent through Hydra's admin API for on
 
 ``Issuer`` is that app against any Hydra: in the real-cluster tier, the pod of cluster/hydra.yaml,
 whose issuer URL (the tokens' ``iss``) is its cluster DNS name and which this machine reaches
-through ``kubectl port-forward``.
+through ``kubectl port-forward``; a browser there reaches it, and ``LoginApp``, under the names
+the pod's configuration gives them, by Chromium's host-resolver rules.
 """
 
 from __future__ import annotations
@@ -116,10 +117,14 @@ class Issuer:
             assert changed.status_code == 200, changed.text
         return client
 
-    def public_client(self, redirect_uri: str, audiences: list[str]) -> str:
+    def public_client(self, redirect_uri: str, audiences: list[str], client_id: str = "") -> str:
         """A browser's client (no secret, PKCE enforced): the authorization-code flow back to
-        ``redirect_uri``, scopes openid and profile, access tokens for ``audiences``; its id."""
-        client_id = "kaos-browser-" + secrets.token_hex(4)
+        ``redirect_uri``, scopes openid and profile, access tokens for ``audiences``; its id
+        (``client_id``, replacing a client of that id, or a new one)."""
+        if client_id:
+            gone = httpx.delete(f"{self.admin_url}/clients/{client_id}", timeout=TIMEOUT)
+            assert gone.status_code in (204, 404), gone.text
+        client_id = client_id or "kaos-browser-" + secrets.token_hex(4)
         created = httpx.post(self.admin_url + "/clients", json={
             "client_id": client_id, "grant_types": ["authorization_code"], "response_types": ["code"],
             "redirect_uris": [redirect_uri], "scope": "openid profile", "audience": audiences,
