@@ -3,7 +3,8 @@ up` (tests/console/test_browser_signin.py, Hydra as a process) and the real-clus
 (tests/realcluster/test_console_signin.py, Hydra's pod and the platform chart's console).
 
 The resources: examples/approvals/ with the agent ops behind the issuer and spec.access, its
-model replies scripted, and greeter, an agent without authentication. The scenario, in one
+model replies scripted, and greeter, an agent without authentication that may delegate to ops.
+The scenario, in one
 browser context per person: bob and carol each see only their own session; dave, an admin
 outside the approvers group, sees carol's waiting call but is refused ("not allowed:
 approver"); alice, an approver, approves it and carol's chat goes on; the Audit page names dave's
@@ -32,13 +33,15 @@ SCRIPT = [BOB_ANSWER, CAROL_ANSWER, fenced("tool_call", {"tool": "delete_note", 
 SIGNIN_STORAGE = "kaos-console-signin"
 
 OPEN_AGENT = {"apiVersion": "kaos.tools/v1alpha1", "kind": "Agent", "metadata": {"name": "greeter"},
-              "spec": {"modelAPI": "notes-llm", "model": "mock-model",
-                       "config": {"description": "Greets whoever calls: no spec.auth, open to everyone"}}}
+              "spec": {"modelAPI": "notes-llm", "model": "mock-model", "agentNetwork": {"access": ["ops"]},
+                       "config": {"description": "Greets whoever calls: no spec.auth, open to everyone; "
+                                                 "may delegate to ops"}}}
 
 
 def guarded(folder: Path, issuer: str, audience: str = AUDIENCE) -> Path:
     """``folder`` holding the scripted approvals example with the agent ops behind ``issuer`` and
-    spec.access, and greeter, an agent without authentication (no namespace: apply it anywhere)."""
+    spec.access, and greeter, an agent without authentication that may delegate to ops (no
+    namespace: apply it anywhere)."""
     path = scripted(folder, SCRIPT) / "approvals.yaml"
     documents = list(yaml.safe_load_all(path.read_text()))
     for document in documents:

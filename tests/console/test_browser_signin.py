@@ -91,6 +91,35 @@ def test_each_person_sees_only_the_agents_they_may_call(browser, signed_kaos, sc
             screenshots.save(erin, "signin-7-erin-overview")
 
 
+def agent_nodes(page) -> list[str]:
+    return sorted(page.locator('[data-node^="Agent/"]').evaluate_all("nodes => nodes.map(n => n.dataset.node)"))
+
+
+def agent_choices(page) -> list[str]:
+    return sorted(page.locator("#memory-agent option").evaluate_all("options => options.map(o => o.value).filter(Boolean)"))
+
+
+def test_the_graph_and_the_agent_pickers_show_the_same_agents_as_the_overview(browser, signed_kaos, screenshots):
+    """Every page that lists agents goes through the overview's filter (access.js, shownTo): once
+    ops told erin she may not chat there, the network graph and the memory page's agent picker
+    leave it out as the overview does, and keep greeter and the other kinds; bob sees both agents."""
+    kaos, _ = signed_kaos
+    with signed_in(browser, kaos, "erin", "/#/") as (erin, _):
+        eventually_true(lambda: erin.locator("#agents-hidden").get_attribute("data-hidden") == "1", what="ops's answer to erin")
+        erin.locator('[data-nav="graph"]').click()  # the same tab: the answers it has
+        erin.locator('[data-node="Agent/default/greeter"]').wait_for()
+        assert agent_nodes(erin) == ["Agent/default/greeter"]
+        assert erin.locator('[data-node="MCPServer/default/notes"]').count() == 1
+        screenshots.save(erin, "signin-8-erin-graph")
+        erin.locator('[data-nav="memory"]').click()
+        eventually_true(lambda: agent_choices(erin) != [], what="the memory page's agent picker")
+        assert agent_choices(erin) == ["default/greeter"]
+    with signed_in(browser, kaos, "bob", "/#/graph") as (bob, _):
+        eventually_true(lambda: agent_nodes(bob) == ["Agent/default/greeter", "Agent/default/ops"], what="bob's graph")
+        bob.locator('[data-nav="memory"]').click()
+        eventually_true(lambda: agent_choices(bob) == ["default/greeter", "default/ops"], what="bob's agent picker")
+
+
 def test_an_agent_that_does_not_say_is_shown_as_unknown(browser, signed_kaos):
     """greeter's answer never arrives (the browser's request to it fails, as to an agent that
     cannot be reached): it is shown, marked 'access unknown', not hidden."""
