@@ -15,14 +15,15 @@ without authentication; erin, whose group ops grants nothing, sees only greeter.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import json
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from kaos.settings import variable
 from tests.console import signin_scenario as scenario
 from tests.console.conftest import eventually_true, opened_page
-from tests.console.signin_scenario import AUDIENCE, PEOPLE, chat, guarded
+from tests.console.signin_scenario import AUDIENCE, PEOPLE, SIGNIN_STORAGE, chat, guarded
 from tests.support.hydra import running_hydra
 from tests.support.kaos_cli import kaos_running
 
@@ -131,6 +132,42 @@ def test_an_agent_that_does_not_say_is_shown_as_unknown(browser, signed_kaos):
         row.wait_for()
         assert "Access unknown" in row.locator('[data-access-note="unknown"]').inner_text()
         bob.locator('tr[data-resource="Agent/default/ops"][data-access="chat"]').wait_for()
+
+
+def test_signing_out_ends_the_session_at_the_issuer_too(browser, signed_kaos):
+    """bob signs in with the issuer's "Remember me": another tab is signed in by the issuer without
+    a form. Sign out sends the tab to the issuer's end_session_endpoint (the discovery document's)
+    with the ID token as id_token_hint and the console as post_logout_redirect_uri, and the issuer
+    sends it back: the next Sign in asks for a name again, in every tab."""
+    kaos, hydra = signed_kaos
+    with opened_page(browser, kaos.url) as bob:
+        bob.goto("/#/approvals")
+        bob.get_by_role("button", name="Sign in").click()
+        bob.get_by_label("User name").fill("bob")
+        bob.get_by_label("Remember me").check()
+        bob.get_by_role("button", name="Log in").click()
+        bob.locator("#person-name").wait_for()
+        id_token = json.loads(bob.evaluate(f"sessionStorage.getItem('{SIGNIN_STORAGE}')"))["id_token"]
+
+        other = bob.context.new_page()  # a tab of its own: no tokens, but the issuer's cookie
+        other.goto("/#/approvals")
+        other.get_by_role("button", name="Sign in").click()
+        other.locator("#person-name").wait_for()  # no form: the issuer remembered bob
+        assert other.locator("#person-name").inner_text() == "bob"
+        other.close()
+
+        ended: list[str] = []
+        bob.on("request", lambda request: ended.append(request.url) if "/oauth2/sessions/logout?" in request.url else None)
+        bob.get_by_role("button", name="Sign out").click()
+        bob.get_by_role("heading", name="Sign in to the KAOS console").wait_for()
+        assert ended, "the tab went to the issuer's end_session_endpoint"
+        query = {name: values[0] for name, values in parse_qs(urlsplit(ended[0]).query).items()}
+        assert ended[0].startswith(hydra.issuer + "/oauth2/sessions/logout?"), ended[0]
+        assert query["id_token_hint"] == id_token and query["post_logout_redirect_uri"] == kaos.url + "/", query
+        assert bob.url.startswith(kaos.url + "/"), bob.url
+        assert bob.evaluate(f"sessionStorage.getItem('{SIGNIN_STORAGE}')") is None
+        bob.get_by_role("button", name="Sign in").click()
+        bob.get_by_label("User name").wait_for()  # the issuer asks again: its session of bob ended
 
 
 def test_an_answer_for_another_sign_in_is_refused(browser, signed_kaos):
