@@ -9,7 +9,7 @@ browser context per person: bob and carol each see only their own session; dave,
 outside the approvers group, sees carol's waiting call but is refused ("not allowed:
 approver"); alice, an approver, approves it and carol's chat goes on; the Audit page names dave's
 refusal and alice's decision to an admin, and tells bob he lacks 'admin'; Sign out leaves the
-tab signed out."""
+tab signed out, through the issuer's end_session_endpoint."""
 
 from __future__ import annotations
 
@@ -167,6 +167,9 @@ def people_sign_in_and_see_what_the_agent_lets_them(browser, console_url: str, n
             assert denied.first.get_attribute("data-denied") == "'admin'", denied.first.inner_text()
             assert "not allowed: 'admin'" in denied.first.inner_text()
 
+        ended: list[str] = []
+        bob.on("request", lambda request: ended.append(request.url) if "/oauth2/sessions/logout?" in request.url else None)
         bob.get_by_role("button", name="Sign out").click()
         bob.get_by_role("heading", name="Sign in to the KAOS console").wait_for()
         assert bob.evaluate(f"sessionStorage.getItem('{SIGNIN_STORAGE}')") is None
+        assert ended and "id_token_hint=" in ended[0], "Sign out ends the session at the issuer too"
