@@ -25,13 +25,18 @@ import yaml
 
 from tests.console import signin_scenario as scenario
 from tests.console.conftest import Screenshots, launched_chromium
-from tests.support.hydra import Issuer, LoginApp
+from tests.support.hydra import (
+    CLUSTER_ADMIN_PORT,
+    CLUSTER_NAMESPACE,
+    CLUSTER_PUBLIC_PORT,
+    CLUSTER_SERVICE,
+    Issuer,
+    LoginApp,
+)
 
 pytestmark = pytest.mark.timeout(900)
 
 CONSOLE_NAMESPACE, CONSOLE_SERVICE, CONSOLE_PORT = "kaos-system", "kaos-console", 80
-# cluster/hydra.yaml: the Service and its ports, the ConfigMap holding Hydra's configuration.
-HYDRA_NAMESPACE, HYDRA_SERVICE, HYDRA_PUBLIC, HYDRA_ADMIN = "kaos-identity", "hydra", 4444, 4445
 RESOURCES = [("modelapi", "notes-llm"), ("mcpserver", "notes"), ("agent", "ops"), ("agent", "greeter")]
 
 
@@ -48,7 +53,7 @@ def console_oidc(real_cluster) -> dict[str, str]:
 
 def hydra_urls(real_cluster) -> dict:
     """The urls of Hydra's configuration in the cluster: self.issuer, login, consent."""
-    config = real_cluster.json("get", "configmap", HYDRA_SERVICE, "-n", HYDRA_NAMESPACE)
+    config = real_cluster.json("get", "configmap", CLUSTER_SERVICE, "-n", CLUSTER_NAMESPACE)
     return yaml.safe_load(config["data"]["hydra.yml"])["urls"]
 
 
@@ -61,8 +66,8 @@ def identity(real_cluster):
     assert oidc.get("issuer") == issuer_url and oidc.get("client-id"), oidc
     login = LoginApp(scenario.PEOPLE)
     try:
-        with (real_cluster.port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, HYDRA_PUBLIC) as public,
-              real_cluster.port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, HYDRA_ADMIN) as admin,
+        with (real_cluster.port_forward(CLUSTER_NAMESPACE, CLUSTER_SERVICE, CLUSTER_PUBLIC_PORT) as public,
+              real_cluster.port_forward(CLUSTER_NAMESPACE, CLUSTER_SERVICE, CLUSTER_ADMIN_PORT) as admin,
               real_cluster.port_forward(CONSOLE_NAMESPACE, CONSOLE_SERVICE, CONSOLE_PORT) as console):
             issuer = Issuer(issuer_url, f"http://127.0.0.1:{admin}/admin", f"http://127.0.0.1:{public}")
             issuer.provision_signing_keys()

@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
 CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the code is read from the redirect
 LOOPBACK_CALLBACK = "http://127.0.0.1/callback"  # a CLI's (kaos login): Hydra allows any port on loopback
+# cluster/hydra.yaml: the real-cluster tier's Hydra, its Service's namespace, name and ports.
+CLUSTER_NAMESPACE, CLUSTER_SERVICE, CLUSTER_PUBLIC_PORT, CLUSTER_ADMIN_PORT = "kaos-identity", "hydra", 4444, 4445
 SIGNING_KEY_SETS = ("hydra.openid.id-token", "hydra.jwt.access-token")
 TIMEOUT = 60  # seconds for one request to Hydra (a loaded test machine)
 CONFIG = """\
