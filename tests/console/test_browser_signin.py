@@ -65,6 +65,9 @@ def test_a_person_without_grants_is_told_which_one_is_missing(browser, signed_ka
         assert "not allowed: 'chat'" in refusal.inner_text(), refusal.inner_text()
         erin.goto("/#/memory/default/ops")
         eventually_true(lambda: "not allowed: 'read'" in erin.locator("p.denied").inner_text(), what="erin's memory refusal")
+        # ops is not offered to her, but the page's address names it: it is chosen, and not "not found"
+        eventually_true(lambda: "default/greeter" in agent_choices(erin), what="the agent picker")
+        assert erin.locator("#memory-agent option:checked").inner_text() == "default/ops"
         screenshots.save(erin, "signin-6-erin-refused")
 
 

@@ -86,7 +86,9 @@ export function render(main, namespace, name, session) {
     const values = [...agentSelect.options].map((o) => o.value).filter(Boolean);
     if (JSON.stringify(values) === JSON.stringify(agents)) return;
     replace(agentSelect, option('', 'Choose an agent'), agents.map((id) => option(id, id, id === selected)));
-    if (selected && !agents.includes(selected)) agentSelect.append(option(selected, `${selected} (not found)`, true));
+    // The agent of the address: not found, or not offered to this person (they may still read it).
+    const missing = selected && !store.find('Agent', ...selected.split('/'));
+    if (selected && !agents.includes(selected)) agentSelect.append(option(selected, `${selected}${missing ? ' (not found)' : ''}`, true));
   };
 
   agentSelect.addEventListener('change', () => {
