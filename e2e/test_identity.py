@@ -18,14 +18,20 @@ import pytest
 
 from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait, port_forward
 from kaos.local.ports import free_port
-from tests.support.hydra import Issuer, running_hydra
+from tests.support.hydra import (
+    CLUSTER_ADMIN_PORT,
+    CLUSTER_NAMESPACE,
+    CLUSTER_PUBLIC_PORT,
+    CLUSTER_SERVICE,
+    Issuer,
+    running_hydra,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 AUDIENCE = "kaos-e2e"
 # cluster/hydra.yaml: its Service, and the issuer its tokens name.
-HYDRA_NAMESPACE, HYDRA_SERVICE, PUBLIC_PORT, ADMIN_PORT = "kaos-identity", "hydra", 4444, 4445
-CLUSTER_ISSUER = f"http://{HYDRA_SERVICE}.{HYDRA_NAMESPACE}.svc.cluster.local:{PUBLIC_PORT}"
+CLUSTER_ISSUER = f"http://{CLUSTER_SERVICE}.{CLUSTER_NAMESPACE}.svc.cluster.local:{CLUSTER_PUBLIC_PORT}"
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +41,8 @@ def hydra(tmp_path_factory):
             yield issuer
         return
     public, admin = free_port(), free_port()
-    forwards = [port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, public, PUBLIC_PORT),
-                port_forward(HYDRA_NAMESPACE, HYDRA_SERVICE, admin, ADMIN_PORT)]
+    forwards = [port_forward(CLUSTER_NAMESPACE, CLUSTER_SERVICE, public, CLUSTER_PUBLIC_PORT),
+                port_forward(CLUSTER_NAMESPACE, CLUSTER_SERVICE, admin, CLUSTER_ADMIN_PORT)]
     try:
         issuer = Issuer(CLUSTER_ISSUER, f"http://127.0.0.1:{admin}/admin", f"http://127.0.0.1:{public}")
         issuer.provision_signing_keys()

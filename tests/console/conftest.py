@@ -67,10 +67,10 @@ def kaos_up(tmp_path_factory) -> Kaos:
         yield kaos
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium for one module: Playwright's sync API runs an event loop in this thread while it
-    is open, which the asyncio tests of other modules must not find running."""
+@contextmanager
+def launched_chromium(extra_args: tuple[str, ...] = ()) -> Iterator:
+    """Debian's Chromium, headless, through Playwright (``extra_args`` added to CHROMIUM_ARGS);
+    the test fails, not skips, when either is missing."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -78,9 +78,17 @@ def browser():
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: run scripts/setup-test (it installs Debian's chromium package)")
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium for one module: Playwright's sync API runs an event loop in this thread while it
+    is open, which the asyncio tests of other modules must not find running."""
+    with launched_chromium() as chromium:
+        yield chromium
 
 
 class Screenshots:

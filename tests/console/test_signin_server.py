@@ -15,7 +15,7 @@ import jwt
 import pytest
 
 from kaos.console import Console, LocalCatalog
-from kaos.console.signin import SignIn, SignInConfig
+from kaos.console.signin import SignIn, SignInConfig, end_session_endpoint
 from tests.console.conftest import console_served
 from tests.support.hydra import running_hydra
 
@@ -64,7 +64,15 @@ def test_the_page_learns_where_to_send_people(console, issuer):
     settings = httpx.get(f"{console}/_console/api/signin", timeout=30).json()
     assert settings == {"enabled": True, "issuer": hydra.issuer, "client_id": client_id,
                         "authorization_endpoint": hydra.issuer + "/oauth2/auth", "scope": "openid profile",
-                        "audience": AUDIENCE}
+                        "audience": AUDIENCE, "end_session_endpoint": hydra.issuer + "/oauth2/sessions/logout"}
+
+
+def test_only_an_http_end_session_endpoint_is_offered_to_the_page():
+    """The page goes wherever it says on Sign out: a javascript: or relative URL is not offered."""
+    assert end_session_endpoint({"end_session_endpoint": "https://id.example/logout"}) == "https://id.example/logout"
+    for bad in ("javascript:alert(1)", "/logout", 42, None):
+        assert end_session_endpoint({"end_session_endpoint": bad}) == ""
+    assert end_session_endpoint({}) == ""
 
 
 def test_a_code_and_its_verifier_become_the_persons_tokens(console, issuer):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import ssl
 import subprocess
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from kaos.local.ports import free_port
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +70,31 @@ class RealCluster:
         except AssertionError:
             pods = self.kubectl("get", "pods", "-n", namespace, check=False).stdout
             raise AssertionError(f"{self.phases(namespace, resources)}\n{pods}") from None
+
+    @contextmanager
+    def port_forward(self, namespace: str, service: str, port: int) -> Iterator[int]:
+        """``kubectl port-forward`` from a free port of 127.0.0.1 to ``port`` of a Service while
+        the block runs; the local port."""
+        local = free_port()
+        process = subprocess.Popen(["kubectl", "--kubeconfig", self.kubeconfig, "port-forward", "--address", "127.0.0.1",
+                                    "-n", namespace, f"svc/{service}", f"{local}:{port}"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+        def listening() -> bool:
+            if process.poll() is not None:
+                raise AssertionError(f"kubectl port-forward to {namespace}/{service}:{port} exited: {process.stderr.read()}")
+            try:
+                with socket.create_connection(("127.0.0.1", local), timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        try:
+            wait_until(listening, timeout=30, interval=0.1, what=f"the port-forward to {namespace}/{service}:{port}")
+            yield local
+        finally:
+            process.terminate()
+            process.wait(10)
 
     def gateway_post(self, path: str, body: dict, timeout: float = 60) -> httpx.Response:
         """POSTs through the Gateway once its route and endpoints serve (404 and 5xx until then)."""

@@ -9,7 +9,8 @@ browser would and accepts the login and consent through Hydra's admin API for on
 
 ``Issuer`` is that app against any Hydra: in the real-cluster tier, the pod of cluster/hydra.yaml,
 whose issuer URL (the tokens' ``iss``) is its cluster DNS name and which this machine reaches
-through ``kubectl port-forward``.
+through ``kubectl port-forward``; a browser there reaches it, and ``LoginApp``, under the names
+the pod's configuration gives them, by Chromium's host-resolver rules.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
 CALLBACK = "http://127.0.0.1:9/callback"  # never fetched: the code is read from the redirect
 LOOPBACK_CALLBACK = "http://127.0.0.1/callback"  # a CLI's (kaos login): Hydra allows any port on loopback
+# cluster/hydra.yaml: the real-cluster tier's Hydra, its Service's namespace, name and ports.
+CLUSTER_NAMESPACE, CLUSTER_SERVICE, CLUSTER_PUBLIC_PORT, CLUSTER_ADMIN_PORT = "kaos-identity", "hydra", 4444, 4445
 SIGNING_KEY_SETS = ("hydra.openid.id-token", "hydra.jwt.access-token")
 TIMEOUT = 60  # seconds for one request to Hydra (a loaded test machine)
 CONFIG = """\
@@ -51,6 +54,7 @@ urls:
   self: {{issuer: "http://127.0.0.1:{public}"}}
   login: "{login_app}/login"
   consent: "{login_app}/consent"
+  logout: "{login_app}/logout"
 strategies:
   access_token: jwt
 oauth2:
@@ -116,21 +120,27 @@ class Issuer:
             assert changed.status_code == 200, changed.text
         return client
 
-    def public_client(self, redirect_uri: str, audiences: list[str]) -> str:
+    def public_client(self, redirect_uri: str, audiences: list[str], client_id: str = "") -> str:
         """A browser's client (no secret, PKCE enforced): the authorization-code flow back to
-        ``redirect_uri``, scopes openid and profile, access tokens for ``audiences``; its id."""
-        client_id = "kaos-browser-" + secrets.token_hex(4)
+        ``redirect_uri`` (also where a sign-out at the issuer returns), scopes openid and profile,
+        access tokens for ``audiences``; its id (``client_id``, replacing a client of that id, or a
+        new one)."""
+        if client_id:
+            gone = httpx.delete(f"{self.admin_url}/clients/{client_id}", timeout=TIMEOUT)
+            assert gone.status_code in (204, 404), gone.text
+        client_id = client_id or "kaos-browser-" + secrets.token_hex(4)
         created = httpx.post(self.admin_url + "/clients", json={
             "client_id": client_id, "grant_types": ["authorization_code"], "response_types": ["code"],
-            "redirect_uris": [redirect_uri], "scope": "openid profile", "audience": audiences,
-            "token_endpoint_auth_method": "none"}, timeout=TIMEOUT)
+            "redirect_uris": [redirect_uri], "post_logout_redirect_uris": [redirect_uri], "scope": "openid profile",
+            "audience": audiences, "token_endpoint_auth_method": "none"}, timeout=TIMEOUT)
         assert created.status_code == 201, created.text
         return client_id
 
     def allow_redirect(self, client_id: str, redirect_uri: str) -> None:
-        """Send ``client_id``'s sign-ins back to ``redirect_uri`` (known once its server listens)."""
-        changed = httpx.patch(f"{self.admin_url}/clients/{client_id}", timeout=TIMEOUT,
-                              json=[{"op": "replace", "path": "/redirect_uris", "value": [redirect_uri]}])
+        """Send ``client_id``'s sign-ins and sign-outs back to ``redirect_uri`` (known once its
+        server listens)."""
+        changed = httpx.patch(f"{self.admin_url}/clients/{client_id}", timeout=TIMEOUT, json=[
+            {"op": "replace", "path": path, "value": [redirect_uri]} for path in ("/redirect_uris", "/post_logout_redirect_uris")])
         assert changed.status_code == 200, changed.text
 
     def code(self, client_id: str, redirect_uri: str, user: str, params: dict[str, str]) -> str:
@@ -255,10 +265,12 @@ class Hydra(Issuer):
 
 
 class LoginApp:
-    """Hydra's login and consent app for a real browser, on 127.0.0.1 in a thread: ``/login``
-    asks for a user name in a plain form (one of ``users``) and accepts the login challenge as
-    that user; ``/consent`` grants what the client asked for, with the user's groups in the
-    access token and the ID token (and the name in the ID token)."""
+    """Hydra's login, consent and logout app for a real browser, on 127.0.0.1 in a thread:
+    ``/login`` asks for a user name in a plain form (one of ``users``; "Remember me" keeps the
+    session at Hydra) and accepts the login challenge as that user, or accepts it at once when
+    Hydra remembers who it is (``skip``); ``/consent`` grants what the client asked for, with the
+    user's groups in the access token and the ID token (and the name in the ID token);
+    ``/logout`` accepts the logout challenge of a client's RP-initiated logout."""
 
     def __init__(self, users: dict[str, list[str]]) -> None:
         self.users = users
@@ -273,7 +285,14 @@ class LoginApp:
                 url = urlsplit(self.path)
                 query = {name: values[0] for name, values in parse_qs(url.query).items()}
                 if url.path == "/login":
-                    self._page(200, LOGIN_FORM.format(challenge=html.escape(query.get("login_challenge", ""), quote=True)))
+                    challenge = query.get("login_challenge", "")
+                    remembered = app.remembered(challenge)
+                    if remembered:
+                        self._redirect(app.accept("login", challenge, {"subject": remembered}))
+                    else:
+                        self._page(200, LOGIN_FORM.format(challenge=html.escape(challenge, quote=True)))
+                elif url.path == "/logout":
+                    self._redirect(app.accept("logout", query.get("logout_challenge", ""), {}))
                 elif url.path == "/consent":
                     self._redirect(app.consent(query.get("consent_challenge", "")))
                 else:
@@ -286,7 +305,8 @@ class LoginApp:
                 if urlsplit(self.path).path != "/login" or user not in app.users:
                     self._page(400, f"<p>No user {html.escape(user)!s} here.</p>")
                     return
-                self._redirect(app.accept("login", form.get("challenge", ""), {"subject": user, "remember": False}))
+                self._redirect(app.accept("login", form.get("challenge", ""),
+                                          {"subject": user, "remember": form.get("remember") == "on"}))
 
             def _page(self, status: int, body: str) -> None:
                 data = f"<!doctype html><html><head><title>Test login</title></head><body>{body}</body></html>".encode()
@@ -306,6 +326,14 @@ class LoginApp:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def remembered(self, challenge: str) -> str:
+        """The subject Hydra still has a session of for this login (it then skips the form), or ""."""
+        asked = httpx.get(f"{self.admin_url}/oauth2/auth/requests/login", params={"login_challenge": challenge},
+                          timeout=TIMEOUT)
+        assert asked.status_code == 200, asked.text
+        request = asked.json()
+        return request["subject"] if request.get("skip") else ""
 
     def accept(self, step: str, challenge: str, body: dict) -> str:
         accepted = httpx.put(f"{self.admin_url}/oauth2/auth/requests/{step}/accept",
@@ -335,6 +363,7 @@ LOGIN_FORM = """<h1>Test issuer: sign in</h1>
 <form method="post" action="/login">
   <input type="hidden" name="challenge" value="{challenge}">
   <label for="user">User name</label> <input id="user" name="user" autocomplete="off">
+  <input type="checkbox" id="remember" name="remember"> <label for="remember">Remember me</label>
   <button type="submit">Log in</button>
 </form>"""
 

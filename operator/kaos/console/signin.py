@@ -10,7 +10,9 @@ public client ``client_id`` (no secret: a browser cannot keep one), checks the I
 PyJWT against the issuer's keys (signature, issuer, audience = the client, expiry) and its nonce,
 and hands the tokens back to the tab. The console keeps nothing: the tokens live in the tab's
 sessionStorage, and the access token is what the page sends to the agents, whose own
-``spec.access`` decides what the person may see and do.
+``spec.access`` decides what the person may see and do. Signing out, the tab forgets them and,
+when the issuer names an end_session_endpoint, ends the person's session there too (RP-Initiated
+Logout 1.0: the ID token as id_token_hint, the console's page as post_logout_redirect_uri).
 """
 
 from __future__ import annotations
@@ -96,6 +98,12 @@ def person(claims: dict, groups_claim: str) -> dict:
     return {"subject": str(claims.get("sub", "")), "name": name, "groups": sorted(g for g in groups if isinstance(g, str))}
 
 
+def end_session_endpoint(document: dict) -> str:
+    """The discovery document's end_session_endpoint when it is an http(s) URL, else ""."""
+    url = document.get("end_session_endpoint")
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
+
+
 def verify_id_token(token: str, key, config: SignInConfig, nonce: str) -> dict:
     """The claims of an ID token signed with ``key``, for this client, from this issuer, not
     expired, carrying ``nonce``; SignInError otherwise (PyJWT checks the JOSE parts)."""
@@ -155,11 +163,13 @@ class SignIn:
         return self._discovery
 
     async def public(self) -> dict:
-        """What the page needs to send a person to the issuer (nothing secret)."""
+        """What the page needs to send a person to the issuer (nothing secret), and to end their
+        session there when they sign out: ``end_session_endpoint`` (OpenID Connect RP-Initiated
+        Logout), empty when the issuer's discovery document names none."""
         document = await self.discovery()
         return {"enabled": True, "issuer": self.config.issuer, "client_id": self.config.client_id,
                 "authorization_endpoint": document["authorization_endpoint"], "scope": self.config.scopes,
-                "audience": self.config.audience}
+                "audience": self.config.audience, "end_session_endpoint": end_session_endpoint(document)}
 
     async def _key(self, token: str):
         try:

@@ -175,8 +175,9 @@ async function start() {
     }
     showPerson(session);
     document.getElementById('sign-out').addEventListener('click', () => {
-      signin.signOut();
-      location.reload();  // nothing of the page stays running; it starts again at Sign in
+      // Off to the issuer's end_session_endpoint and back, or (an issuer without one) a reload:
+      // nothing of the page stays running; it starts again at Sign in.
+      if (!signin.signOut(config)) location.reload();
     });
   }
   window.addEventListener('hashchange', route);

@@ -91,8 +91,20 @@ export async function finish() {
   return payload;
 }
 
-// Sign out of the console: this tab forgets the tokens.
-export function signOut() {
+// Sign out of the console: this tab forgets the tokens. With ``config`` naming the issuer's
+// end_session_endpoint (OpenID Connect RP-Initiated Logout), the person's session at the issuer
+// ends too: the tab goes there with the ID token as id_token_hint and this page as
+// post_logout_redirect_uri (registered at the issuer with the redirect URI), and the issuer sends
+// it back here. Returns whether the page is leaving for the issuer.
+export function signOut(config = null) {
+  const session = stored(SESSION_KEY);
   store(SESSION_KEY, null);
   setToken('');
+  if (!config?.end_session_endpoint || !session?.id_token) return false;
+  const target = new URL(config.end_session_endpoint);
+  target.searchParams.set('id_token_hint', session.id_token);
+  target.searchParams.set('post_logout_redirect_uri', redirectUri());
+  target.searchParams.set('client_id', config.client_id);
+  location.assign(target.toString());
+  return true;
 }

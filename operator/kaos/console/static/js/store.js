@@ -15,7 +15,7 @@ async function poll() {
   } catch (error) {
     state.error = error instanceof ApiError ? error.message : `The list of resources could not be read: ${error.message}`;
   }
-  for (const listener of listeners) listener(state);
+  notify();
   timer = setTimeout(poll, document.visibilityState === 'hidden' ? POLL_MS * 10 : POLL_MS);
 }
 
@@ -41,6 +41,11 @@ export function find(kind, namespace, name) {
 
 export function namespaces() {
   return [...new Set(state.items.map((item) => item.metadata?.namespace || 'default'))].sort();
+}
+
+// Every listener again with the list as it is (an agent said what a person may do there: access.js).
+export function notify() {
+  for (const listener of listeners) listener(state);
 }
 
 // Each page may refresh now (e.g. after an action) instead of waiting for the next poll.

@@ -4,11 +4,13 @@
 // an access entry that is a URL is an A2A agent outside KAOS: a grey pill named by its host,
 // whose state the console does not know, linking to its agent card. A delegation edge that
 // carried a delegation in the last minutes, according to the agents' memory events
-// (delegation_request), is highlighted.
+// (delegation_request), is highlighted. A signed-in person sees the agents the overview shows them
+// (access.js's shownTo): not those that would refuse their chat, nor edges to those.
 
 import { badge, h, replace, svg } from '../dom.js';
 import { getJSON, KIND_WORD, workloadPath } from '../api.js';
 import * as store from '../store.js';
+import { shownTo } from '../access.js';
 import { cardUrl, hostLabel, matchPeer, splitAccess } from '../peers.js';
 import { pageOf } from './overview.js';
 
@@ -24,15 +26,19 @@ const isAgentNode = (id) => id.startsWith('Agent/') || id.startsWith(`${EXTERNAL
 const byId = (a, b) => (a.startsWith(`${EXTERNAL}/`) - b.startsWith(`${EXTERNAL}/`)) || (a < b ? -1 : a > b ? 1 : 0);
 const clip = (text) => (text.length > LABEL_CHARS ? `${text.slice(0, LABEL_CHARS - 1)}…` : text);
 
-// Nodes and edges of one namespace; a reference to something that does not exist is a "missing"
-// node, a URL in agentNetwork.access an "external" one (shared by the agents that name it).
-export function model(items, namespace) {
+// Nodes and edges of one namespace, of the ``items`` the person is shown (access.js); a reference
+// to something that does not exist is a "missing" node, to something of ``all`` not shown no edge
+// at all, a URL in agentNetwork.access an "external" node (shared by the agents that name it).
+export function model(items, namespace, all = items) {
   const nodes = new Map();
   const add = (item) => nodes.set(`${item.kind}/${item.metadata.name}`, { item, kind: item.kind, name: item.metadata.name });
   items.filter((item) => nsOf(item) === namespace && item.kind !== 'Trigger').forEach(add);  // triggers: their own page
   const edges = [];
+  const hidden = new Set(all.filter((item) => nsOf(item) === namespace).map((item) => `${item.kind}/${item.metadata.name}`)
+    .filter((id) => !nodes.has(id)));
   const reference = (kind, name) => {
     const id = `${kind}/${name}`;
+    if (hidden.has(id)) return null;
     if (!nodes.has(id)) nodes.set(id, { item: null, kind, name, missing: true });
     return id;
   };
@@ -50,7 +56,7 @@ export function model(items, namespace) {
     for (const server of spec.mcpServers || []) edges.push({ from, to: reference('MCPServer', server), type: 'tools' });
     if (spec.modelAPI) edges.push({ from, to: reference('ModelAPI', spec.modelAPI), type: 'model' });
   }
-  return { nodes, edges };
+  return { nodes, edges: edges.filter((edge) => edge.to !== null) };
 }
 
 // Columns: agents by how long a delegation chain below them is (longest last), then tools and models.
@@ -238,7 +244,8 @@ export function render(main) {
     body, status);
   let recent = new Map();
   let last = '';
-  let items = [];
+  let items = [];  // those the person is shown (access.js)
+  let all = [];
   const controller = new AbortController();
   const paint = () => {
     const signature = JSON.stringify([items.map((item) => [store.key(item), item.health?.state, item.spec]), [...recent].map(([ns, m]) => [ns, [...m]])]);
@@ -247,7 +254,7 @@ export function render(main) {
     const spaces = store.namespaces();
     if (!spaces.length) { replace(body, h('p', {}, 'No resources yet: nothing to draw.')); return; }
     replace(body, spaces.map((namespace) => {
-      const graphModel = model(items, namespace);
+      const graphModel = model(items, namespace, all);
       const perNs = recent.get(namespace) || new Map();
       return h('section', { 'aria-labelledby': `graph-${namespace}`, 'data-namespace': namespace },
         h('h2', { id: `graph-${namespace}` }, `Namespace ${namespace}`),
@@ -257,7 +264,8 @@ export function render(main) {
   };
   const unsubscribe = store.subscribe((state) => {
     if (!state.loaded) return;
-    items = state.items;
+    all = state.items;
+    items = shownTo(all);
     paint();
   });
   let timer = null;

@@ -6,6 +6,7 @@
 import { h, replace } from '../dom.js';
 import { getJSON, request, workloadPath } from '../api.js';
 import * as store from '../store.js';
+import { shownTo } from '../access.js';
 
 const LIMIT = 100;
 
@@ -85,7 +86,7 @@ export function render(main, namespace, name) {
   };
 
   const fillAgents = (state) => {
-    const agents = state.items.filter((item) => item.kind === 'Agent' && item.spec?.memory?.store)
+    const agents = shownTo(state.items).filter((item) => item.kind === 'Agent' && item.spec?.memory?.store)
       .map((item) => `${item.metadata.namespace || 'default'}/${item.metadata.name}`);
     const values = [...agentSelect.options].map((o) => o.value).filter(Boolean);
     if (JSON.stringify(values) === JSON.stringify(agents)) return;

@@ -3,6 +3,7 @@
 import { h, pretty, replace, time } from '../dom.js';
 import { getJSON, workloadPath } from '../api.js';
 import * as store from '../store.js';
+import { shownTo } from '../access.js';
 
 export const EVENT_TYPES = ['user_message', 'task_delegation_received', 'tool_call', 'tool_result', 'delegation_request',
   'delegation_response', 'delegation_error', 'approval_requested', 'approval_granted', 'approval_rejected',
@@ -81,11 +82,13 @@ export function render(main, namespace, name, session) {
   };
 
   const fillAgents = (state) => {
-    const agents = state.items.filter((item) => item.kind === 'Agent').map((item) => `${item.metadata.namespace || 'default'}/${item.metadata.name}`);
+    const agents = shownTo(state.items).filter((item) => item.kind === 'Agent').map((item) => `${item.metadata.namespace || 'default'}/${item.metadata.name}`);
     const values = [...agentSelect.options].map((o) => o.value).filter(Boolean);
     if (JSON.stringify(values) === JSON.stringify(agents)) return;
     replace(agentSelect, option('', 'Choose an agent'), agents.map((id) => option(id, id, id === selected)));
-    if (selected && !agents.includes(selected)) agentSelect.append(option(selected, `${selected} (not found)`, true));
+    // The agent of the address: not found, or not offered to this person (they may still read it).
+    const missing = selected && !store.find('Agent', ...selected.split('/'));
+    if (selected && !agents.includes(selected)) agentSelect.append(option(selected, `${selected}${missing ? ' (not found)' : ''}`, true));
   };
 
   agentSelect.addEventListener('change', () => {

@@ -1,13 +1,12 @@
 // Overview: every ModelAPI, MCPServer, Agent, Trigger and MemoryStore per namespace, with phase, readiness,
 // endpoint and the status message when not Ready; it follows the polled list live. A signed-in
-// person sees only the agents that would let them chat (access.js asks each agent); an agent
-// that does not say is shown, marked 'access unknown'.
+// person sees only the agents that would let them chat (access.js's shownTo asks each agent); an
+// agent that does not say is shown, marked 'access unknown'.
 
 import { badge, h, keepFocus, replace, time } from '../dom.js';
 import { KIND_WORD, SEGMENT } from '../api.js';
 import * as store from '../store.js';
-import { askAgents } from '../access.js';
-import { current as signedIn } from '../signin.js';
+import { accessTo, shownTo } from '../access.js';
 
 export function pageOf(item) {
   return `#/${SEGMENT[item.kind]}/${encodeURIComponent(item.metadata?.namespace || 'default')}/${encodeURIComponent(item.metadata?.name)}`;
@@ -79,25 +78,17 @@ export function render(main) {
   const hidden = h('p', { class: 'hint', id: 'agents-hidden', 'aria-live': 'polite' });
   body.before(hidden);
   let last = '';
-  // Signed in: each agent's answer (access.js), asked once per agent while this page shows.
-  const person = signedIn();
-  const access = new Map();
-  // Asked again when an agent's health changes (one that was not up yet could not say).
-  const accessKey = (item) => `${store.key(item)}@${item.health?.state}`;
-  let answers = 0;
   let stopped = false;
   const draw = (state) => {
     if (stopped) return;
     if (state.updated) updated.textContent = `Last updated ${state.updated.toLocaleTimeString()}.`;
     if (!state.loaded) return;
-    if (person) askAgents(state.items, accessKey, access, () => { answers += 1; draw(store.state); });
-    const signature = JSON.stringify([answers, state.items.map((item) => [store.key(item), item.status, item.health, item.spec])]);
+    const shown = shownTo(state.items);
+    const signature = JSON.stringify(state.items.map((item) => [store.key(item), item.status, item.health, item.spec, accessTo(item)]));
     if (signature === last) return;
     last = signature;
-    // An agent that would refuse the person's chat is not shown; nor one whose answer is due.
-    const shown = state.items.filter((item) => !['no-chat', 'asking'].includes(access.get(accessKey(item))?.state));
-    const refused = state.items.filter((item) => access.get(accessKey(item))?.state === 'no-chat').length;
-    const asking = state.items.filter((item) => access.get(accessKey(item))?.state === 'asking').length;
+    const refused = state.items.filter((item) => accessTo(item)?.state === 'no-chat').length;
+    const asking = state.items.filter((item) => accessTo(item)?.state === 'asking').length;
     hidden.dataset.hidden = String(refused);
     hidden.textContent = [
       refused ? `${refused} agent${refused === 1 ? ' is' : 's are'} not shown: ${refused === 1 ? 'its' : 'their'} `
@@ -123,7 +114,7 @@ export function render(main) {
           h('table', {},
             h('caption', { class: 'muted' }, `${items.length} resources in ${namespace}`),
             h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Status', 'Ready', 'Endpoint', 'What', 'Message'].map((c) => h('th', { scope: 'col' }, c)))),
-            h('tbody', {}, items.map((item) => row(item, access.get(accessKey(item)))))));
+            h('tbody', {}, items.map((item) => row(item, accessTo(item))))));
       }));
     });
   };
