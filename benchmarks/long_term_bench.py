@@ -23,9 +23,10 @@ file with sqlite-vec, and PostgreSQL with pgvector (pgserver's binaries, as the 
   embedder (embed + store, the real facts, as ``learn`` does);
 - RSS of an agent with long-term memory on (SQLite store, the embedder apart) after 50 turns.
 
-mem0 (``mem0ai``) is not compared: its ``add`` asks an LLM to extract facts on every call and it
-brings its own vector store clients; no offline LLM here runs it cheaply, and the comparison
-would measure that LLM. Not a test: it prints figures.
+``--mem0`` also runs mem0 (``mem0ai``) on the same data, with the same embedder and the same
+PostgreSQL (benchmarks/mem0_bench.py, in the Python of a separate venv that has mem0ai; the flag
+says how to make one), and prints its figures after KAOS's: ``Memory.add(..., infer=False)``, so
+that no LLM extracts facts, its pgvector store, its telemetry off. Not a test: it prints figures.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "runtime"))
 sys.path.insert(0, os.path.join(ROOT, "operator"))
 
 from benchmarks.runtime_bench import percentile, rss_mib, start_agent  # noqa: E402
+from benchmarks.unit_vectors import unit  # noqa: E402
 from kaos_runtime.long_term import create_store  # noqa: E402
 from kaos_runtime.long_term.embedder import Embedder  # noqa: E402
 from kaos_runtime.long_term.records import NewMemory  # noqa: E402
@@ -111,12 +113,6 @@ def generate() -> dict:
                           for c in DISTRACTOR_PARTS[2]})
     rng.shuffle(distractors)
     return {"seed": SEED, "facts": facts, "distractors": distractors[:1000 - len(facts)]}
-
-
-def unit(rng: random.Random, dimension: int) -> list[float]:
-    vector = [rng.gauss(0, 1) for _ in range(dimension)]
-    norm = math.sqrt(sum(x * x for x in vector))
-    return [x / norm for x in vector]
 
 
 def ms(seconds: float) -> str:
@@ -205,6 +201,32 @@ async def bench_store(name: str, store, embedder: Embedder, data: dict, sizes: l
     await store.close()
 
 
+MEM0_VENV = os.path.expanduser("~/.cache/kaos/bench-mem0-venv")
+MEM0_INSTALL = (f"python3 -m venv {MEM0_VENV} && {MEM0_VENV}/bin/pip install mem0ai 'psycopg[binary]' psycopg-pool "
+                "(a venv apart: mem0ai is no requirement of KAOS)")
+
+
+def mem0_python(given: str) -> str:
+    """The Python that runs mem0_bench.py: ``--mem0 PYTHON``, or the venv the docstring names."""
+    python = given or os.path.join(MEM0_VENV, "bin", "python")
+    found = subprocess.run([python, "-c", "import mem0"], capture_output=True).returncode == 0 if os.path.exists(
+        python) else False
+    if not found:
+        sys.exit(f"--mem0: {python} cannot import mem0; make the venv with: {MEM0_INSTALL}")
+    return python
+
+
+def run_mem0(python: str, embedder_url: str, postgres_url: str, folder: str, sizes: list[int], queries: int) -> None:
+    """mem0_bench.py in its own venv; its telemetry off, its LLM (and any OpenAI default) at a
+    closed port of 127.0.0.1, its files in ``folder``."""
+    closed = "http://127.0.0.1:9/v1"
+    env = {**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": os.path.join(folder, "mem0"),
+           "OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": closed, "PYTHONPATH": ""}
+    subprocess.run([python, os.path.join(ROOT, "benchmarks", "mem0_bench.py"), "--embedder", embedder_url,
+                    "--postgres", postgres_url, "--data", DATA, "--folder", folder,
+                    "--sizes", ",".join(str(size) for size in sizes), "--queries", str(queries)], env=env, check=True)
+
+
 def agent_rss(embedder_url: str, folder: str, log_dir: str) -> float:
     agent = start_agent("ltm-rss", {"LONG_TERM_MEMORY_ENABLED": "true",
                                     "LONG_TERM_MEMORY_STORE_URL": f"sqlite://{folder}/agent.db",
@@ -228,7 +250,11 @@ async def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--no-rss", action="store_true", help="skip the agent RSS measurement")
     parser.add_argument("--generate", action="store_true", help="write benchmarks/long_term_data.json again")
+    parser.add_argument("--mem0", nargs="?", const="", default=None, metavar="PYTHON",
+                        help=f"also run mem0 on the same data (PYTHON: one that imports mem0; default {MEM0_VENV})")
+    parser.add_argument("--mem0-sizes", help="the sizes for mem0 (default: --sizes)")
     args = parser.parse_args()
+    python = mem0_python(args.mem0) if args.mem0 is not None else None
     if args.generate or not os.path.exists(DATA):
         with open(DATA, "w") as handle:
             json.dump(generate(), handle, indent=1)
@@ -250,6 +276,10 @@ async def main() -> None:
                 postgres = PostgresServer().start()
                 store = create_store(postgres.url, "bench", 30)
             await bench_store(backend, store, embedder, data, sizes, args.queries)
+        if python is not None:
+            postgres = postgres or PostgresServer().start()
+            mem0_sizes = [int(size) for size in (args.mem0_sizes or args.sizes).split(",")]
+            run_mem0(python, embedder_service.url, postgres.url, folder, mem0_sizes, args.queries)
         if not args.no_rss:
             print(f"agent RSS with long-term memory on, after 50 turns: "
                   f"{agent_rss(embedder_service.url, folder, folder):.1f} MiB (target <= 100)")
