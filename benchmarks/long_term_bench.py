@@ -202,7 +202,7 @@ async def bench_store(name: str, store, embedder: Embedder, data: dict, sizes: l
 
 
 MEM0_VENV = os.path.expanduser("~/.cache/kaos/bench-mem0-venv")
-MEM0_INSTALL = (f"python3 -m venv {MEM0_VENV} && {MEM0_VENV}/bin/pip install mem0ai 'psycopg[binary]' psycopg-pool "
+MEM0_INSTALL = (f"python3 -m venv {MEM0_VENV} && {MEM0_VENV}/bin/pip install mem0ai==2.2.1 'psycopg[binary]' psycopg-pool "
                 "(a venv apart: mem0ai is no requirement of KAOS)")
 
 
