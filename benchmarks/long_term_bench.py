@@ -3,6 +3,7 @@ both stores, ingest throughput, and an agent's RSS with long-term memory on.
 
     python benchmarks/long_term_bench.py [--sizes 1000,10000,100000] [--queries 200]
                                          [--backends sqlite,postgresql] [--no-rss] [--generate]
+    python benchmarks/long_term_bench.py --rss-only   # the agent's RSS alone, with and without long-term memory
 
 The data set is synthetic and shipped beside this script (benchmarks/long_term_data.json;
 ``--generate`` writes it again, the same from the same seed): facts about a user and the people
@@ -21,7 +22,10 @@ file with sqlite-vec, and PostgreSQL with pgvector (pgserver's binaries, as the 
   of the exact 5 nearest (by cosine over every row) it returns for 20 questions at each size;
 - ingest: memories per second into each store (batches of 500, the filler), and through the
   embedder (embed + store, the real facts, as ``learn`` does);
-- RSS of an agent with long-term memory on (SQLite store, the embedder apart) after 50 turns.
+- RSS of an agent with long-term memory on (SQLite store, the embedder apart) after 50 turns,
+  beside the same agent without long-term memory (both on scripted replies). The agents run the
+  ``kaos_runtime`` that ``PYTHONPATH`` names, so another checkout's runtime is measured with
+  ``PYTHONPATH=<checkout>/runtime``.
 
 ``--mem0`` also runs mem0 (``mem0ai``) on the same data, with the same embedder and the same
 PostgreSQL (benchmarks/mem0_bench.py, in the Python of a separate venv that has mem0ai; the flag
@@ -227,12 +231,13 @@ def run_mem0(python: str, embedder_url: str, postgres_url: str, folder: str, siz
                     "--sizes", ",".join(str(size) for size in sizes), "--queries", str(queries)], env=env, check=True)
 
 
-def agent_rss(embedder_url: str, folder: str, log_dir: str) -> float:
-    agent = start_agent("ltm-rss", {"LONG_TERM_MEMORY_ENABLED": "true",
-                                    "LONG_TERM_MEMORY_STORE_URL": f"sqlite://{folder}/agent.db",
-                                    "LONG_TERM_MEMORY_EMBEDDING_URL": embedder_url,
-                                    "LONG_TERM_MEMORY_EMBEDDING_MODEL": "all-minilm-l6-v2",
-                                    "DEBUG_MOCK_RESPONSES": json.dumps(["Noted."] * 60)}, log_dir)
+def agent_rss(embedder_url: str, folder: str, log_dir: str, long_term: bool = True) -> float:
+    """RSS (MiB) of an agent after 50 turns, with long-term memory on (the SQLite store) or off."""
+    memory = {"LONG_TERM_MEMORY_ENABLED": "true", "LONG_TERM_MEMORY_STORE_URL": f"sqlite://{folder}/agent.db",
+              "LONG_TERM_MEMORY_EMBEDDING_URL": embedder_url,
+              "LONG_TERM_MEMORY_EMBEDDING_MODEL": "all-minilm-l6-v2"} if long_term else {}
+    agent = start_agent("ltm-rss" if long_term else "no-ltm-rss",
+                        {**memory, "DEBUG_MOCK_RESPONSES": json.dumps(["Noted."] * 60)}, log_dir)
     try:
         with httpx.Client(timeout=60) as client:
             for n in range(50):
@@ -243,12 +248,20 @@ def agent_rss(embedder_url: str, folder: str, log_dir: str) -> float:
         agent.stop()
 
 
+def print_rss(embedder_url: str, folder: str) -> None:
+    without = agent_rss(embedder_url, folder, folder, long_term=False)
+    with_memory = agent_rss(embedder_url, folder, folder)
+    print(f"agent RSS after 50 turns: {with_memory:.1f} MiB with long-term memory on (target <= 100), "
+          f"{without:.1f} MiB without", flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--no-rss", action="store_true", help="skip the agent RSS measurement")
+    parser.add_argument("--rss-only", action="store_true", help="only the agent RSS, with and without long-term memory")
     parser.add_argument("--generate", action="store_true", help="write benchmarks/long_term_data.json again")
     parser.add_argument("--mem0", nargs="?", const="", default=None, metavar="PYTHON",
                         help=f"also run mem0 on the same data (PYTHON: one that imports mem0; default {MEM0_VENV})")
@@ -269,7 +282,7 @@ async def main() -> None:
     postgres = None
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     try:
-        for backend in args.backends.split(","):
+        for backend in [] if args.rss_only else args.backends.split(","):
             if backend == "sqlite":
                 store = create_store(f"sqlite://{folder}/bench.db", "bench", 30)
             else:
@@ -280,9 +293,8 @@ async def main() -> None:
             postgres = postgres or PostgresServer().start()
             mem0_sizes = [int(size) for size in (args.mem0_sizes or args.sizes).split(",")]
             run_mem0(python, embedder_service.url, postgres.url, folder, mem0_sizes, args.queries)
-        if not args.no_rss:
-            print(f"agent RSS with long-term memory on, after 50 turns: "
-                  f"{agent_rss(embedder_service.url, folder, folder):.1f} MiB (target <= 100)")
+        if args.rss_only or not args.no_rss:
+            print_rss(embedder_service.url, folder)
     finally:
         await embedder.close()
         embedder_service.stop()

@@ -17,8 +17,6 @@ import json
 import logging
 import uuid
 
-from redis.exceptions import RedisError
-
 log = logging.getLogger("kaos_runtime.approvals")
 
 LEASE_SECONDS = 10.0
@@ -86,6 +84,8 @@ class RedisRunJournal(RunJournal):
             self._heartbeat = asyncio.create_task(self._renew_leases())
 
     async def _renew_leases(self) -> None:
+        from redis.exceptions import RedisError  # here: an agent without Redis never imports redis
+
         while self._held:
             await asyncio.sleep(LEASE_SECONDS / 3)
             try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ..core.redis_client import redis_client
-
 
 class LocalCounts:
     """Counts of this process: {key: (window number, tokens)}."""
@@ -31,6 +29,8 @@ class RedisCounts:
     """Counts in Redis, shared by replicas: key ``<prefix>:<key>:<window number>``."""
 
     def __init__(self, url: str, prefix: str, timeout: float) -> None:
+        from ..core.redis_client import redis_client  # here: an agent without Redis never imports redis
+
         self.prefix = prefix
         self.client = redis_client(url, timeout)
 
