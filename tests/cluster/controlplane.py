@@ -27,7 +27,7 @@ import httpx
 import yaml
 
 from kaos.local.ports import free_port
-from tests.cluster.pki import Pki, create_pki
+from tests.support.launcher.pki import Pki, create_pki
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
