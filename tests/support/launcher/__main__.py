@@ -1,6 +1,9 @@
 """The cluster launcher's commands for scripts/cluster (run from the repository's root):
 
     python -m tests.support.launcher pki DIR --node NAME --address IP...
+    python -m tests.support.launcher control-plane STATE --bin BIN --advertise IP
+        (STATE/commands/<part>: etcd's, kube-apiserver's, the controllers' arguments, NUL-separated,
+        for scripts/cluster's real node: the kubelet strategy, inside its network namespace)
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tests.support.launcher.components import Plane, command_lines, write_command_lines
 from tests.support.launcher.pki import create_cluster_pki
 
 
@@ -19,10 +23,24 @@ def main(argv: list[str]) -> int:
     pki.add_argument("dir", type=Path)
     pki.add_argument("--node", required=True, help="the node's name (its kubelet's user is system:node:NAME)")
     pki.add_argument("--address", action="append", required=True, help="an IP the apiserver serves on")
+    plane = commands.add_parser("control-plane", help="the real node's control plane command lines into STATE/commands")
+    plane.add_argument("state", type=Path)
+    plane.add_argument("--bin", type=Path, required=True)
+    plane.add_argument("--advertise", required=True, help="the node's IP, which the apiserver advertises")
     args = parser.parse_args(argv)
     if args.command == "pki":
         create_cluster_pki(args.dir, args.node, tuple(args.address))
+    elif args.command == "control-plane":
+        write_command_lines(command_lines(real_node_plane(args.state, args.bin, args.advertise)), args.state / "commands")
     return 0
+
+
+def real_node_plane(state: Path, bin: Path, advertise: str) -> Plane:
+    """scripts/cluster's control plane: in its own network namespace, so on the usual ports."""
+    return Plane(node="kubelet", bin=bin, pki=state / "pki", etcd_data=state / "etcd", etcd_port=2379,
+                 etcd_peer_port=2380, api_port=6443, bind_address="0.0.0.0", advertise_address=advertise,
+                 controller_kubeconfig=state / "controller-manager.kubeconfig",
+                 scheduler_kubeconfig=state / "scheduler.kubeconfig", name="kaos-cluster")
 
 
 if __name__ == "__main__":
