@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from kaos.local.ports import free_port
 from tests.support.launcher.components import Plane, command_lines
+from tests.support.launcher.kubeconfig import write_kubeconfig as launcher_kubeconfig
 from tests.support.launcher.pki import Pki, create_pki
 from tests.support.polling import wait_until
 
@@ -55,15 +55,8 @@ def binaries_dir() -> Path:
 
 
 def write_kubeconfig(path: Path, server: str, ca: Path, token: str, user: str, namespace: str = "default") -> Path:
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "kaos-test",
-        "clusters": [{"name": "kaos-test", "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": "kaos-test", "context": {"cluster": "kaos-test", "user": user, "namespace": namespace}}],
-    }
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
+    """A kubeconfig that signs in with a bearer token."""
+    return launcher_kubeconfig(path, server, ca, user, {"token": token}, namespace)
 
 
 @dataclass

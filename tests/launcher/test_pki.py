@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -60,3 +61,21 @@ def test_client_certificates_name_their_user_and_groups(tmp_path):
     assert subject(cert(pki, "kube-proxy"), NameOID.COMMON_NAME) == ["system:kube-proxy"]
     usage = cert(pki, "kube-router").extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+
+
+def test_each_part_signs_in_with_its_own_certificate(tmp_path):
+    state = tmp_path
+    cluster_pki(state)
+    subprocess.run([sys.executable, "-m", "tests.support.launcher", "kubeconfigs", str(state),
+                    "--internal", "https://127.0.0.1:6443", "--external", "https://127.0.0.1:16443"],
+                   cwd=ROOT, check=True, timeout=60)
+    kubelet = yaml.safe_load((state / "kubelet.kubeconfig").read_text())
+    assert kubelet["clusters"][0]["cluster"] == {"server": "https://127.0.0.1:6443",
+                                                 "certificate-authority": str(state / "pki" / "ca.crt")}
+    assert kubelet["users"][0]["user"] == {"client-certificate": str(state / "pki" / "kubelet.crt"),
+                                           "client-key": str(state / "pki" / "kubelet.key")}
+    host = yaml.safe_load((state / "kubeconfig").read_text())
+    assert host["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:16443"
+    assert host["users"][0]["user"]["client-certificate"] == str(state / "pki" / "admin.crt")
+    assert {f"{p}.kubeconfig" for p in ("admin", "kube-proxy", "controller-manager", "scheduler", "kube-router")} \
+        <= {f.name for f in state.iterdir()}

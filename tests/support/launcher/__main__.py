@@ -4,6 +4,8 @@
     python -m tests.support.launcher control-plane STATE --bin BIN --advertise IP
         (STATE/commands/<part>: etcd's, kube-apiserver's, the controllers' arguments, NUL-separated,
         for scripts/cluster's real node: the kubelet strategy, inside its network namespace)
+    python -m tests.support.launcher kubeconfigs STATE --internal URL --external URL
+        (STATE/<part>.kubeconfig for each part, STATE/kubeconfig for the host: pki's certificates)
     python -m tests.support.launcher check-host          (exit 1 saying why the host cannot run the node)
     python -m tests.support.launcher host-paths record|remove STATE
         (up records the host paths that do not exist yet; down removes only those)
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 from tests.support.launcher.components import Plane, command_lines, write_command_lines
+from tests.support.launcher.kubeconfig import write_real_node_kubeconfigs
 from tests.support.launcher.node import cgroup_problem, record_absent, remove_recorded
 from tests.support.launcher.pki import create_cluster_pki
 
@@ -31,6 +34,10 @@ def main(argv: list[str]) -> int:
     plane.add_argument("state", type=Path)
     plane.add_argument("--bin", type=Path, required=True)
     plane.add_argument("--advertise", required=True, help="the node's IP, which the apiserver advertises")
+    kubeconfigs = commands.add_parser("kubeconfigs", help="the real node's kubeconfigs into STATE")
+    kubeconfigs.add_argument("state", type=Path)
+    kubeconfigs.add_argument("--internal", required=True, help="the apiserver's URL inside the namespace")
+    kubeconfigs.add_argument("--external", required=True, help="the apiserver's URL from the host")
     check = commands.add_parser("check-host", help="whether this host's cgroups fit the real node")
     check.add_argument("--cgroup-root", type=Path, default=Path("/sys/fs/cgroup"))
     paths = commands.add_parser("host-paths", help="record (up) or remove (down) the host paths the node makes")
@@ -41,6 +48,8 @@ def main(argv: list[str]) -> int:
         create_cluster_pki(args.dir, args.node, tuple(args.address))
     elif args.command == "control-plane":
         write_command_lines(command_lines(real_node_plane(args.state, args.bin, args.advertise)), args.state / "commands")
+    elif args.command == "kubeconfigs":
+        write_real_node_kubeconfigs(args.state, args.internal, args.external)
     elif args.command == "check-host":
         problem = cgroup_problem(args.cgroup_root)
         if problem:
