@@ -1,13 +1,17 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # root: set by the script that sources this file
 # Sourced by scripts/setup (Helm 4) and scripts/setup-test (Helm 3.18, the charts' compatibility
-# check): helm built from its Go module, pinned in scripts/tools/helm4|helm3/go.mod and fetched
+# check): helm built from its Go module, pinned in scripts/versions (helm4, helm3; the wrapper
+# modules scripts/tools/helm4|helm3/go.mod agree: tests/test_versions.py) and fetched
 # through the Go module proxy (checked against the checksum database), once per machine into
 # ~/.cache/kaos/helm-<version>/ (outside the clone, so a fresh clone reuses it), then linked.
 
+# shellcheck source=scripts/lib/versions.sh
+. "$root/scripts/lib/versions.sh"
+
 build_helm() {  # wrapper folder under scripts/tools/, module (helm.sh/helm/v4), link
   local wrapper=$1 module=$2 link=$3 version dir flags cache=${KAOS_TOOLS_CACHE:-$HOME/.cache/kaos}
-  version=$(awk -v m="$module" '$1 == m && $2 ~ /^v[0-9]/ { print $2; exit }' "$root/scripts/tools/$wrapper/go.mod")
+  version=$(pinned "$wrapper") || return 1
   dir="$cache/helm-$version"
   flags="-X $module/internal/version.version=$version"
   if [ "$module" = helm.sh/helm/v3 ]; then  # as Helm 3's Makefile does: the Kubernetes version `helm template`

@@ -24,17 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from kaos.local.ports import free_port
-from tests.cluster.pki import Pki, create_pki
+from tests.support.launcher.components import Plane, command_lines
+from tests.support.launcher.kubeconfig import write_kubeconfig as launcher_kubeconfig
+from tests.support.launcher.pki import Pki, create_pki
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml",
               "gateway-api-crds.yaml")
-SERVICE_CIDR = "10.96.0.0/16"
-ISSUER = "https://kubernetes.default.svc.cluster.local"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 
@@ -56,15 +55,8 @@ def binaries_dir() -> Path:
 
 
 def write_kubeconfig(path: Path, server: str, ca: Path, token: str, user: str, namespace: str = "default") -> Path:
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "kaos-test",
-        "clusters": [{"name": "kaos-test", "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": "kaos-test", "context": {"cluster": "kaos-test", "user": user, "namespace": namespace}}],
-    }
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
+    """A kubeconfig that signs in with a bearer token."""
+    return launcher_kubeconfig(path, server, ca, user, {"token": token}, namespace)
 
 
 @dataclass
@@ -339,34 +331,15 @@ def start(folder: Path | None = None, nodes: int = 1, audit_namespaces: tuple[st
 
 def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, api_port: int, began: float,
                       audit: list[str]) -> None:
-    bin, pki, folder = plane.bin, plane.pki, plane.folder
-    etcd_url = f"http://127.0.0.1:{etcd_port}"
-    peer_url = f"http://127.0.0.1:{etcd_peer_port}"
-    plane._start("etcd", [
-        str(bin / "etcd"), "--name=kaos-test", f"--data-dir={folder / 'etcd'}",
-        f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-        f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-        f"--initial-cluster=kaos-test={peer_url}", "--unsafe-no-fsync", "--log-level=warn",
-        "--quota-backend-bytes=4294967296",
-    ])
-    plane._start("kube-apiserver", [
-        str(bin / "kube-apiserver"),
-        f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
-        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
-        f"--client-ca-file={pki.ca_cert}",
-        f"--token-auth-file={folder / 'tokens.csv'}",
-        "--authorization-mode=RBAC",
-        f"--service-account-issuer={ISSUER}",
-        f"--service-account-key-file={pki.service_account_public_key}",
-        f"--service-account-signing-key-file={pki.service_account_key}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--endpoint-reconciler-type=none",
-        "--allow-privileged=true",
-        "--profiling=false",
-        "--v=1",
-        *audit,
-    ])
+    bin, folder = plane.bin, plane.folder
+    kubeconfig = plane.admin_kubeconfig
+    lines = command_lines(Plane(
+        node="kwok", bin=bin, pki=plane.pki.ca_cert.parent, etcd_data=folder / "etcd", etcd_port=etcd_port,
+        etcd_peer_port=etcd_peer_port, api_port=api_port, bind_address="127.0.0.1", advertise_address="127.0.0.1",
+        controller_kubeconfig=kubeconfig, scheduler_kubeconfig=kubeconfig, name="kaos-test",
+        apiserver_extra=(f"--token-auth-file={folder / 'tokens.csv'}", *audit)))
+    plane._start("etcd", lines["etcd"])
+    plane._start("kube-apiserver", lines["kube-apiserver"])
 
     def apiserver_ready() -> bool:
         plane._check_alive()
@@ -379,25 +352,8 @@ def _start_components(plane: ControlPlane, etcd_port: int, etcd_peer_port: int, 
     wait_until(apiserver_ready, START_TIMEOUT, interval=0.05, what="kube-apiserver /readyz")
     plane.timings["apiserver"] = time.monotonic() - began
 
-    kubeconfig = str(plane.admin_kubeconfig)
-    plane._start("kube-controller-manager", [
-        str(bin / "kube-controller-manager"),
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
-        f"--service-account-private-key-file={pki.service_account_key}",
-        f"--root-ca-file={pki.ca_cert}",
-        "--use-service-account-credentials=false",
-        "--controllers=*,-nodeipam",
-        "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
-        "--v=1",
-    ])
-    plane._start("kube-scheduler", [
-        str(bin / "kube-scheduler"),
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false", "--v=1",
-    ])
+    plane._start("kube-controller-manager", lines["kube-controller-manager"])
+    plane._start("kube-scheduler", lines["kube-scheduler"])
     plane._start("kwok", [
         str(bin / "kwok"), f"--kubeconfig={kubeconfig}", f"--config={bin / 'kwok-stages.yaml'}",
         "--manage-all-nodes=true", "--node-lease-duration-seconds=40", f"--server-address=127.0.0.1:{free_port()}",

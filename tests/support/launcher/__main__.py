@@ -1,0 +1,74 @@
+"""The cluster launcher's commands for scripts/cluster (run from the repository's root):
+
+    python -m tests.support.launcher pki DIR --node NAME --address IP...
+    python -m tests.support.launcher control-plane STATE --bin BIN --advertise IP
+        (STATE/commands/<part>: etcd's, kube-apiserver's, the controllers' arguments, NUL-separated,
+        for scripts/cluster's real node: the kubelet strategy, inside its network namespace)
+    python -m tests.support.launcher kubeconfigs STATE --internal URL --external URL
+        (STATE/<part>.kubeconfig for each part, STATE/kubeconfig for the host: pki's certificates)
+    python -m tests.support.launcher check-host          (exit 1 saying why the host cannot run the node)
+    python -m tests.support.launcher host-paths record|remove STATE
+        (up records the host paths that do not exist yet; down removes only those)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tests.support.launcher.components import Plane, command_lines, write_command_lines
+from tests.support.launcher.kubeconfig import write_real_node_kubeconfigs
+from tests.support.launcher.node import cgroup_problem, record_absent, remove_recorded
+from tests.support.launcher.pki import create_cluster_pki
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.launcher")
+    commands = parser.add_subparsers(dest="command", required=True)
+    pki = commands.add_parser("pki", help="the cluster's CA, certificates and service-account keys into DIR")
+    pki.add_argument("dir", type=Path)
+    pki.add_argument("--node", required=True, help="the node's name (its kubelet's user is system:node:NAME)")
+    pki.add_argument("--address", action="append", required=True, help="an IP the apiserver serves on")
+    plane = commands.add_parser("control-plane", help="the real node's control plane command lines into STATE/commands")
+    plane.add_argument("state", type=Path)
+    plane.add_argument("--bin", type=Path, required=True)
+    plane.add_argument("--advertise", required=True, help="the node's IP, which the apiserver advertises")
+    kubeconfigs = commands.add_parser("kubeconfigs", help="the real node's kubeconfigs into STATE")
+    kubeconfigs.add_argument("state", type=Path)
+    kubeconfigs.add_argument("--internal", required=True, help="the apiserver's URL inside the namespace")
+    kubeconfigs.add_argument("--external", required=True, help="the apiserver's URL from the host")
+    check = commands.add_parser("check-host", help="whether this host's cgroups fit the real node")
+    check.add_argument("--cgroup-root", type=Path, default=Path("/sys/fs/cgroup"))
+    paths = commands.add_parser("host-paths", help="record (up) or remove (down) the host paths the node makes")
+    paths.add_argument("action", choices=["record", "remove"])
+    paths.add_argument("state", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "pki":
+        create_cluster_pki(args.dir, args.node, tuple(args.address))
+    elif args.command == "control-plane":
+        write_command_lines(command_lines(real_node_plane(args.state, args.bin, args.advertise)), args.state / "commands")
+    elif args.command == "kubeconfigs":
+        write_real_node_kubeconfigs(args.state, args.internal, args.external)
+    elif args.command == "check-host":
+        problem = cgroup_problem(args.cgroup_root)
+        if problem:
+            print(f"cluster: {problem}", file=sys.stderr)
+            return 1
+    elif args.action == "record":
+        record_absent(args.state)
+    else:
+        remove_recorded(args.state)
+    return 0
+
+
+def real_node_plane(state: Path, bin: Path, advertise: str) -> Plane:
+    """scripts/cluster's control plane: in its own network namespace, so on the usual ports."""
+    return Plane(node="kubelet", bin=bin, pki=state / "pki", etcd_data=state / "etcd", etcd_port=2379,
+                 etcd_peer_port=2380, api_port=6443, bind_address="0.0.0.0", advertise_address=advertise,
+                 controller_kubeconfig=state / "controller-manager.kubeconfig",
+                 scheduler_kubeconfig=state / "scheduler.kubeconfig", name="kaos-cluster")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
