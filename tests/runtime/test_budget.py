@@ -1,13 +1,15 @@
 """Token budgets on real agent processes: over the limit (429, Retry-After, an OpenAI-style
 error, a budget_exceeded event, a metric), stopped mid-loop at the next model call (a stream
-too: one error frame, then [DONE]), per caller, on A2A by the authenticated caller, back under
-when the window turns, and shared through Redis between processes.
+too: one error frame, then [DONE]), per caller, on A2A by the authenticated caller, refused
+until the wall clock's minute turns (and back under when it has, on an injected clock), and shared through Redis between processes.
 
 The mock model reports 2 tokens (1 prompt + 1 completion) per plain reply."""
 
 from __future__ import annotations
 
 import json
+import math
+import time
 
 import httpx
 import openai
@@ -15,7 +17,6 @@ import pytest
 
 from kaos_runtime.budget import Budget, BudgetExceeded, LocalCounts
 from kaos_runtime.core.settings import BudgetSettings
-from tests.support.polling import wait_until
 from tests.support.redis_server import RedisServer
 
 from .conftest import agent_env, chat, events
@@ -154,16 +155,31 @@ def test_each_caller_has_its_own_budget(start, mock_model):
     assert rejections(agent, "caller") == 2
 
 
-def test_back_under_the_budget_when_the_minute_turns(start, mock_model):
+def seconds_to_next_minute(moment: float) -> int:
+    """Retry-After for a per-minute window refused at ``moment`` (the seconds, rounded up, until it turns)."""
+    return max(1, math.ceil(60 - moment % 60))
+
+
+def test_refused_until_the_wall_clock_minute_turns(start, mock_model):
+    """A real agent's window is the wall clock's minute: Retry-After is the time until it turns.
+    That the agent answers again when it has turned is asserted on an injected clock
+    (test_windows_turn_and_reported_usage_is_what_counts), so no test waits for a minute."""
     agent = start("agent", "budget-minute", agent_env("budget-minute", mock_model, BUDGET_TOKENS_PER_MINUTE=2))
     assert chat(agent, "first").status_code == 200
+    before = time.time()
     refused = chat(agent, "second")
     if refused.status_code == 200:  # the minute turned between the two requests: spend this one's too
+        before = time.time()
         refused = chat(agent, "third")
+    after = time.time()
     assert_refused(refused, "agent", "minute", 2, 60)
-    # At most Retry-After seconds later the next minute starts and the agent answers again.
-    wait_until(lambda: chat(agent, "later").status_code == 200, timeout=65, interval=1,
-               what="the agent answering in the next minute")
+    retry_after = int(refused.headers["Retry-After"])
+    # Refused at some moment between before and after: Retry-After falls between what those two give.
+    earliest, latest = seconds_to_next_minute(before), seconds_to_next_minute(after)
+    if before // 60 == after // 60:
+        assert latest <= retry_after <= earliest
+    else:  # the minute turned while the request was answered
+        assert retry_after <= earliest or retry_after >= latest
 
 
 @pytest.fixture(scope="module")
