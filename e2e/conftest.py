@@ -54,6 +54,9 @@ KIND_OF_PREFIX = {f"{chart}-": kind for chart, kind in KIND_OF_CHART.items()}
 # backends
 
 
+MEMORY_PROBE_SECONDS = 1
+
+
 class LocalBackend:
     """A control plane started for this session, driven through its admin API."""
 
@@ -62,6 +65,9 @@ class LocalBackend:
         self.port = free_port()
         tools = ROOT / ".tools" / "bin"
         extra_env = {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"} if tools.is_dir() else {}
+        # A MemoryStore's store and embedder asked every second, not 30: how soon test_memory_store's
+        # stopped embedder turns the store Degraded, and Ready again once restarted.
+        extra_env["KAOS_MEMORY_PROBE_SECONDS"] = str(MEMORY_PROBE_SECONDS)
         self.state = spawn_control_plane(self.home, self.port, timeout=60, extra_env=extra_env)
         self.client = Client.of(self.state, timeout=60)
         self.gateway = self.state.url

@@ -162,6 +162,9 @@ class Settings(BaseSettings):
     helm_concurrency: PositiveInt = 4
     helm_retry_seconds: PositiveFloat = 5.0
     helm_stale_seconds: PositiveFloat = 60.0
+    # How often each MemoryStore's store and embedder are asked again (with 20% jitter): how soon
+    # a Degraded store turns Ready again, or a Ready one Degraded.
+    memory_probe_seconds: PositiveFloat = 30.0
     # Where `kaos up` records its control plane and keeps logs and volumes.
     home: Path = Field(default_factory=lambda: Path.home() / ".kaos")
     # The Host names (``name`` or ``name:port``; comma or space separated) the server of `kaos up`

@@ -45,12 +45,12 @@ def agent(name="a", **spec):
             "spec": {"modelAPI": "llm", "model": "m", **spec}}
 
 
-def stand_in_plane(tmp_path, stand_in: str = STAND_IN) -> ControlPlane:
-    """A control plane (not started) whose every program is ``stand_in``."""
+def stand_in_plane(tmp_path, stand_in: str = STAND_IN, environ: dict[str, str] | None = None) -> ControlPlane:
+    """A control plane (not started) whose every program is ``stand_in``, its settings from ``environ``."""
     program = tmp_path / "stand-in"
     program.write_text(stand_in)
     program.chmod(0o755)
-    return ControlPlane(tmp_path / "home", Settings.from_env({}), which=lambda name: str(program))
+    return ControlPlane(tmp_path / "home", Settings.from_env(environ or {}), which=lambda name: str(program))
 
 
 @pytest.fixture

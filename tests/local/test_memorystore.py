@@ -60,8 +60,8 @@ def closed_port() -> int:
 
 @pytest.fixture
 async def control(tmp_path):
-    plane = stand_in_plane(tmp_path, STAND_IN)
-    plane.loop.memory.every = 0.2  # re-checked often, so that a store coming back is seen quickly
+    # re-checked often (the setting the e2e suite sets too), so that a store coming back is seen quickly
+    plane = stand_in_plane(tmp_path, STAND_IN, {"KAOS_MEMORY_PROBE_SECONDS": "0.2"})
     plane.start()
     yield plane
     await plane.stop()

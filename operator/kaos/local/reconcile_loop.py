@@ -52,7 +52,7 @@ class ReconcileLoop:
         self._idle.set()
         self.trigger_host = LocalTriggerHost(store, self._write_status)
         # A MemoryStore's status follows its probe's answers: a new answer re-queues it.
-        self.memory = memory or MemoryProbes()
+        self.memory = memory or MemoryProbes(every=settings.memory_probe_seconds)
         self.memory.on_change = self._enqueue
         store.watch(self._stored)
 

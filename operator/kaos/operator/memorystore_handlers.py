@@ -52,7 +52,7 @@ class SecretCache:
 
 @kopf.on.startup()
 async def start_memory_probes(memo: kopf.Memo, settings: kopf.OperatorSettings, **_) -> None:
-    memo.memory_probes = MemoryProbes()
+    memo.memory_probes = MemoryProbes(every=_settings().memory_probe_seconds)
     memo.memory_secrets = SecretCache(await api_factory())
 
 
