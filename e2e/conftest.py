@@ -44,7 +44,7 @@ SHARED_MODELAPI = "e2e-llm"
 NARROW_MODELAPI = "e2e-narrow"
 # The one model the shared ModelAPI offers (the model the seed's agents ask for).
 SHARED_MODEL = "ollama/smollm2:135m"
-# What LiteLLM's mock_response answers (the shared ModelAPI in cluster mode, and test ModelAPIs).
+# What LiteLLM's mock_response answers (the ModelAPIs of create_modelapi_resource without api_base).
 MOCK_REPLY = "Mock reply from the e2e ModelAPI."
 BACKEND = os.environ.get("KAOS_E2E_BACKEND", "local")
 DATAPLANE = os.environ.get("KAOS_E2E_DATAPLANE", "1").strip().lower() not in ("0", "false", "no")
@@ -170,26 +170,19 @@ class ClusterBackend:
         self.cluster.destroy()
 
 
-class MockModelServer:
-    """tests/support/mock_model.py as a process on 127.0.0.1 (the only stand-in: the model)."""
+class MockModelControl:
+    """What a test steers the mock model server with (tests/support/mock_model.py): ``url`` is
+    where the test reaches its ``/_mock/*`` endpoints, ``api_base`` where a ModelAPI's LiteLLM
+    reaches the model. The same for either backend, so that no test branches on it."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.mock_model", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+    url: str
+    api_base: str
 
-        def healthy() -> bool:
-            if self.process.poll() is not None:
-                raise RuntimeError("the mock model server exited at start")
-            try:
-                return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(healthy, 30, what="the mock model server")
+    def healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def requests(self) -> list[dict]:
         return httpx.get(f"{self.url}/_mock/requests", timeout=10).json()["requests"]
@@ -202,6 +195,25 @@ class MockModelServer:
         """Queue replies, one per model call, before falling back to echo."""
         httpx.post(f"{self.url}/_mock/script", json={"replies": replies}, timeout=10).raise_for_status()
 
+
+class MockModelServer(MockModelControl):
+    """The mock model server as a process on 127.0.0.1 (the only stand-in: the model)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = self.api_base = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.mock_model", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+        def started() -> bool:
+            if self.process.poll() is not None:
+                raise RuntimeError("the mock model server exited at start")
+            return self.healthy()
+
+        wait_until(started, 30, what="the mock model server")
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -211,8 +223,70 @@ class MockModelServer:
             self.process.wait()
 
 
+class ClusterMockModelServer(MockModelControl):
+    """The mock model server as a pod of the cluster: the same file, mounted from a ConfigMap and
+    run by the runtime image's python3 (which has tiktoken and litellm's BPE files), in a namespace
+    of its own. ModelAPIs reach it through its Service (no NetworkPolicy selects it, so it takes
+    every pod's connections); the test through a ``kubectl port-forward``."""
+
+    NAME = "mock-model"
+    PORT = 8000
+
+    def __init__(self, cluster: ClusterBackend) -> None:
+        self.cluster = cluster
+        self.namespace = f"e2e-mock-{uuid.uuid4().hex[:8]}"
+        self.api_base = f"http://{self.NAME}.{self.namespace}.svc.cluster.local:{self.PORT}"
+        cluster.create_namespace(self.namespace)
+        for manifest in mock_model_manifests(self.namespace, self.NAME, self.PORT, runtime_image(cluster)):
+            cluster.apply(manifest)
+        wait_until(lambda: cluster.deployment_ready(self.namespace, self.NAME), 180, interval=0.5,
+                   what="the mock model server's pod")
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.forward = port_forward(self.namespace, self.NAME, port, self.PORT)
+        wait_until(self.healthy, 30, what="the mock model server through its port-forward")
+
+    def stop(self) -> None:
+        self.forward.terminate()
+        self.forward.wait(10)
+        self.cluster.delete_namespace(self.namespace)
+
+
+def runtime_image(cluster: ClusterBackend) -> str:
+    """The runtime image the platform chart was installed with (the operator's settings)."""
+    settings = json.loads(cluster._kubectl("get", "configmap", "kaos-operator-settings", "-n", "kaos-system",
+                                           "-o", "json"))["data"]
+    return f"{settings['KAOS_RUNTIME_IMAGE_REPOSITORY']}:{settings['KAOS_RUNTIME_IMAGE_TAG']}"
+
+
+def mock_model_manifests(namespace: str, name: str, port: int, image: str) -> list[dict]:
+    """A ConfigMap with tests/support/mock_model.py, a Deployment running it, its Service."""
+    labels = {"app.kubernetes.io/name": name}
+    meta = {"name": name, "namespace": namespace, "labels": labels}
+    source = (ROOT / "tests" / "support" / "mock_model.py").read_text()
+    container = {
+        "name": name, "image": image,
+        "command": ["python3", "/mock/mock_model.py", "--host", "0.0.0.0", "--port", str(port)],
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"httpGet": {"path": "/health", "port": port}, "periodSeconds": 1},
+        "volumeMounts": [{"name": "code", "mountPath": "/mock", "readOnly": True}],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"mock_model.py": source}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+         "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                  "template": {"metadata": {"labels": labels},
+                               "spec": {"containers": [container],
+                                        "volumes": [{"name": "code", "configMap": {"name": name}}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+         "spec": {"selector": labels, "ports": [{"name": "http", "port": port, "targetPort": port}]}},
+    ]
+
+
 _backend: LocalBackend | ClusterBackend | None = None
-_mock_model: MockModelServer | None = None
+_mock_model: MockModelServer | ClusterMockModelServer | None = None
 
 
 def backend() -> LocalBackend | ClusterBackend:
@@ -224,25 +298,24 @@ def backend() -> LocalBackend | ClusterBackend:
     return _backend
 
 
-def mock_model() -> MockModelServer | None:
-    """The session's mock model server (local backend only: a cluster cannot reach 127.0.0.1)."""
+def mock_model() -> MockModelServer | ClusterMockModelServer:
+    """The session's mock model server: a process on 127.0.0.1 locally, a pod in a cluster."""
     global _mock_model
-    if BACKEND == "cluster":
-        return None
     if _mock_model is None:
-        _mock_model = MockModelServer()
+        current = backend()
+        _mock_model = ClusterMockModelServer(current) if isinstance(current, ClusterBackend) else MockModelServer()
         atexit.register(_stop_backend)
     return _mock_model
 
 
 def _stop_backend() -> None:
     global _backend, _mock_model
+    if _mock_model is not None:  # first: in a cluster it needs the backend
+        server, _mock_model = _mock_model, None
+        server.stop()
     if _backend is not None:
         current, _backend = _backend, None
         current.stop()
-    if _mock_model is not None:
-        server, _mock_model = _mock_model, None
-        server.stop()
 
 
 # helpers the tests import
@@ -549,13 +622,13 @@ def test_namespace(kaos_backend) -> str:
 def shared_modelapi(test_namespace: str) -> str:
     """A Proxy ModelAPI offering SHARED_MODEL; returns its name.
 
-    Locally LiteLLM forwards to the mock model server (replies ``echo: <last user message>``,
-    requests inspectable); in a cluster it answers MOCK_REPLY with LiteLLM's mock_response.
+    LiteLLM forwards to the mock model server (replies ``echo: <last user message>``, requests
+    inspectable): a local process, or in a cluster a pod (ClusterMockModelServer).
     """
     server = mock_model()
     # SHARED_MODEL, and "*" so that agents in upstream KAOS's shape may ask for any model name.
     resource = create_modelapi_resource(test_namespace, SHARED_MODELAPI, models=[SHARED_MODEL, "*"],
-                                        api_base=server.url if server else None)
+                                        api_base=server.api_base)
     resource["spec"]["proxyConfig"]["allowMockResponse"] = True  # upstream's tests send mock_response
     deploy_and_wait(resource, test_namespace, timeout=180)
     wait_for_status("ModelAPI", SHARED_MODELAPI, test_namespace, "Ready", timeout=60)
@@ -568,17 +641,14 @@ def narrow_modelapi(test_namespace: str) -> str:
     tests of a model that is not offered. Not waited for; returns its name."""
     server = mock_model()
     create_custom_resource(create_modelapi_resource(test_namespace, NARROW_MODELAPI, models=[SHARED_MODEL],
-                                                    api_base=server.url if server else None), test_namespace)
+                                                    api_base=server.api_base), test_namespace)
     return NARROW_MODELAPI
 
 
 @pytest.fixture(scope="session")
-def mock_model_server(kaos_backend) -> MockModelServer:
-    """The mock model server behind the shared ModelAPI (local backend only)."""
-    server = mock_model()
-    if server is None:
-        pytest.skip("the mock model server runs only with the local backend")
-    return server
+def mock_model_server(kaos_backend) -> MockModelControl:
+    """The mock model server behind the shared ModelAPI (either backend)."""
+    return mock_model()
 
 
 async def chat(url: str, text: str, **extra) -> httpx.Response:

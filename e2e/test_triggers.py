@@ -18,7 +18,6 @@ import pytest
 
 from e2e.conftest import (
     BACKEND,
-    MOCK_REPLY,
     backend,
     create_agent_resource,
     create_custom_resource,
@@ -37,8 +36,8 @@ from tests.triggers.builders import post_webhook as post
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
 SECRET = "e2e-webhook-key"
-# The shared ModelAPI echoes locally and answers MOCK_REPLY in a cluster (see shared_modelapi).
-REPORT = "echo: Write the report." if BACKEND == "local" else MOCK_REPLY
+# The shared ModelAPI's mock model echoes the last user message (see shared_modelapi).
+REPORT = "echo: Write the report."
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +148,6 @@ def test_the_webhook_checks_renders_and_runs_a_delivery_once(test_namespace, rep
     delete_custom_resource("Trigger", "no-hook", test_namespace)
 
 
-@pytest.mark.skipif(BACKEND != "local", reason="steers the mock model server")
 def test_max_concurrent_runs_refuses_calls_past_it(test_namespace, reporter, mock_model_server):
     mock_model_server.reset()
     create_custom_resource({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cap-hook"},
