@@ -12,11 +12,22 @@ public and admin ports."""
 
 from __future__ import annotations
 
+import base64
+
 import httpx
 import jwt
 import pytest
 
-from e2e.conftest import BACKEND, create_agent_resource, deploy_and_wait, port_forward
+from e2e.conftest import (
+    BACKEND,
+    create_agent_resource,
+    create_custom_resource,
+    create_mcpserver_resource,
+    deploy_and_wait,
+    fenced,
+    port_forward,
+    wait_for_status,
+)
 from kaos.local.ports import free_port
 from tests.support.hydra import (
     CLUSTER_ADMIN_PORT,
@@ -95,3 +106,99 @@ async def test_users_and_groups_decide_who_may_chat(guarded_agent, tokens):
     assert trail.status_code == 200, trail.text
     assert [(event["action"], event["user"]) for event in trail.json()["events"]
             if event["action"] == "call.refused"] == [("call.refused", "user:carol")]
+
+
+# Identity travels (issue 29): a coordinator that accepts the issuer's users delegates, with its own
+# key (spec.auth.credentials), to a worker that knows only API keys and grants chat to engineering.
+WORKER_KEYS = "travel-coordinator-key,travel-admin-key"  # key:1 the coordinator's, key:2 the worker's admin
+WHOAMI = '''
+def whoami() -> str:
+    """Who called this tool."""
+    return caller().text
+'''
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def secret(namespace: str, name: str, **data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+            "data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}}
+
+
+def key_ref(name: str, key: str) -> dict:
+    return {"secretKeyRef": {"name": name, "key": key}}
+
+
+@pytest.fixture(scope="module")
+def travel(test_namespace, shared_modelapi, hydra) -> dict[str, str]:
+    """The worker (its own mock replies) and the coordinator (scripted by the mock model server)."""
+    create_custom_resource(secret(test_namespace, "travel-keys", accepted=WORKER_KEYS,
+                                  coordinator="travel-coordinator-key"), test_namespace)
+    worker = create_agent_resource(test_namespace, "travel-worker", shared_modelapi,
+                                   description="Worker of the identity e2e", mock_responses=["worker summary ready"])
+    # The control plane refuses group grants on an agent without spec.auth.oidc (though its runtime
+    # would match them against a relayed user's signed groups), so the worker names the issuer too.
+    worker["spec"]["auth"] = {"apiKeys": key_ref("travel-keys", "accepted"), "admins": ["key:2"],
+                              "oidc": {"issuer": hydra.issuer, "audience": AUDIENCE}}
+    worker["spec"]["access"] = [{"verbs": ["chat"], "groups": ["engineering"]}]
+    coordinator = create_agent_resource(test_namespace, "travel-coord", shared_modelapi, access=["travel-worker"])
+    coordinator["spec"]["auth"] = {"oidc": {"issuer": hydra.issuer, "audience": AUDIENCE},
+                                   "credentials": key_ref("travel-keys", "coordinator")}
+    coordinator["spec"]["access"] = [{"verbs": ["chat", "read"], "groups": ["engineering", "sales"]}]
+    return {"worker": deploy_and_wait(worker, test_namespace), "coordinator": deploy_and_wait(coordinator, test_namespace)}
+
+
+async def converse(url: str, token: str, session: str) -> tuple[httpx.Response, list[dict]]:
+    """One chat turn as the token's user, and the session's memory events as that user reads them."""
+    async with httpx.AsyncClient(timeout=120) as client:
+        answer = await client.post(f"{url}/v1/chat/completions", headers=bearer(token), json={
+            "messages": [{"role": "user", "content": "ask the worker"}], "session_id": session})
+        events = await client.get(f"{url}/memory/events", headers=bearer(token),
+                                  params={"session_id": session, "limit": 500})
+    assert events.status_code == 200, events.text
+    return answer, events.json()["events"]
+
+
+async def test_a_delegation_carries_the_user_and_the_peers_rules_refuse_one_the_coordinator_accepted(
+        travel, tokens, mock_model_server):
+    mock_model_server.reset()
+    mock_model_server.script([fenced("delegate", {"agent": "travel-worker", "task": "summarise"}), "Relayed.",
+                              fenced("delegate", {"agent": "travel-worker", "task": "summarise"}), "Refused."])
+    answer, events = await converse(travel["coordinator"], tokens["bob"], "travel-bob")
+    assert answer.status_code == 200, answer.text
+    assert [e["content"]["response"] for e in events if e["event_type"] == "delegation_response"] == \
+        ["worker summary ready"]
+
+    answer, events = await converse(travel["coordinator"], tokens["carol"], "travel-carol")
+    assert answer.status_code == 200, answer.text  # the coordinator admits carol (group sales)
+    [error] = [e["content"]["error"] for e in events if e["event_type"] == "delegation_error"]
+    assert "answered HTTP 403" in error
+    assert ("user:carol via key:1 may not chat on agent travel-worker: no rule of its spec.access grants "
+            "'chat'") in error
+    async with httpx.AsyncClient(timeout=30) as client:
+        trail = (await client.get(f"{travel['worker']}/audit", headers=bearer("travel-admin-key"))).json()["events"]
+    assert ("call.refused", "user:carol via key:1") in [(e["action"], e["user"]) for e in trail]
+    assert not any("bob" in e["user"] for e in trail if e["action"] == "call.refused")
+
+
+async def test_an_mcp_tool_receives_the_user(test_namespace, shared_modelapi, hydra, tokens, mock_model_server):
+    create_custom_resource(secret(test_namespace, "idtools-keys", accepted="idtools-agent-key",
+                                  agent="idtools-agent-key"), test_namespace)
+    tools = create_mcpserver_resource(test_namespace, "idtools", WHOAMI)
+    tools["spec"]["identity"] = "forward"
+    tools["spec"]["auth"] = {"apiKeys": key_ref("idtools-keys", "accepted")}
+    deploy_and_wait(tools, test_namespace)
+    agent = create_agent_resource(test_namespace, "idtools-user", shared_modelapi, mcp_servers=["idtools"])
+    agent["spec"]["auth"] = {"oidc": {"issuer": hydra.issuer, "audience": AUDIENCE},
+                             "credentials": key_ref("idtools-keys", "agent")}
+    agent["spec"]["access"] = [{"verbs": ["chat", "read"], "groups": ["engineering"]}]
+    url = deploy_and_wait(agent, test_namespace)
+    wait_for_status("Agent", "idtools-user", test_namespace, "Ready", timeout=120)  # its tools discovered
+    mock_model_server.reset()
+    mock_model_server.script([fenced("tool_call", {"tool": "whoami", "arguments": {}}), "Told."])
+    answer, events = await converse(url, tokens["alice"], "idtools-alice")
+    assert answer.status_code == 200, answer.text
+    assert [str(e["content"]["result"]) for e in events if e["event_type"] == "tool_result"] == \
+        ["user:alice via key:1"]
