@@ -298,9 +298,12 @@ def backend() -> LocalBackend | ClusterBackend:
     return _backend
 
 
-def mock_model() -> MockModelServer | ClusterMockModelServer:
-    """The session's mock model server: a process on 127.0.0.1 locally, a pod in a cluster."""
+def mock_model() -> MockModelServer | ClusterMockModelServer | None:
+    """The session's mock model server: a process on 127.0.0.1 locally, a pod in a cluster; None
+    on a cluster whose pods run nothing (KAOS_E2E_DATAPLANE=0, e.g. tests/cluster's kwok nodes)."""
     global _mock_model
+    if not DATAPLANE and isinstance(backend(), ClusterBackend):
+        return None
     if _mock_model is None:
         current = backend()
         _mock_model = ClusterMockModelServer(current) if isinstance(current, ClusterBackend) else MockModelServer()
@@ -628,7 +631,7 @@ def shared_modelapi(test_namespace: str) -> str:
     server = mock_model()
     # SHARED_MODEL, and "*" so that agents in upstream KAOS's shape may ask for any model name.
     resource = create_modelapi_resource(test_namespace, SHARED_MODELAPI, models=[SHARED_MODEL, "*"],
-                                        api_base=server.api_base)
+                                        api_base=server.api_base if server else None)
     resource["spec"]["proxyConfig"]["allowMockResponse"] = True  # upstream's tests send mock_response
     deploy_and_wait(resource, test_namespace, timeout=180)
     wait_for_status("ModelAPI", SHARED_MODELAPI, test_namespace, "Ready", timeout=60)
@@ -641,14 +644,17 @@ def narrow_modelapi(test_namespace: str) -> str:
     tests of a model that is not offered. Not waited for; returns its name."""
     server = mock_model()
     create_custom_resource(create_modelapi_resource(test_namespace, NARROW_MODELAPI, models=[SHARED_MODEL],
-                                                    api_base=server.api_base), test_namespace)
+                                                    api_base=server.api_base if server else None), test_namespace)
     return NARROW_MODELAPI
 
 
 @pytest.fixture(scope="session")
 def mock_model_server(kaos_backend) -> MockModelControl:
     """The mock model server behind the shared ModelAPI (either backend)."""
-    return mock_model()
+    server = mock_model()
+    if server is None:
+        pytest.skip("needs the mock model's pod; this backend has no data plane (KAOS_E2E_DATAPLANE=0)")
+    return server
 
 
 async def chat(url: str, text: str, **extra) -> httpx.Response:
