@@ -138,10 +138,8 @@ def travel(test_namespace, shared_modelapi, hydra) -> dict[str, str]:
                                   coordinator="travel-coordinator-key"), test_namespace)
     worker = create_agent_resource(test_namespace, "travel-worker", shared_modelapi,
                                    description="Worker of the identity e2e", mock_responses=["worker summary ready"])
-    # The control plane refuses group grants on an agent without spec.auth.oidc (though its runtime
-    # would match them against a relayed user's signed groups), so the worker names the issuer too.
-    worker["spec"]["auth"] = {"apiKeys": key_ref("travel-keys", "accepted"), "admins": ["key:2"],
-                              "oidc": {"issuer": hydra.issuer, "audience": AUDIENCE}}
+    # No issuer here: the group grant applies to the users the coordinator relays with their groups.
+    worker["spec"]["auth"] = {"apiKeys": key_ref("travel-keys", "accepted"), "admins": ["key:2"]}
     worker["spec"]["access"] = [{"verbs": ["chat"], "groups": ["engineering"]}]
     coordinator = create_agent_resource(test_namespace, "travel-coord", shared_modelapi, access=["travel-worker"])
     coordinator["spec"]["auth"] = {"oidc": {"issuer": hydra.issuer, "audience": AUDIENCE},

@@ -71,13 +71,27 @@ def test_the_crds_rule_on_each_access_entry_is_checked_without_an_api_server():
 
 @pytest.mark.parametrize("rules, auth, approvers, message", [
     ([{"verbs": ["chat"]}], None, None, "spec.access[0] grants to no one: list users, groups or principals"),
-    ([{"verbs": ["chat"], "groups": ["x"]}], {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}, None,
-     "spec.access[0] names users or groups, which only an OIDC issuer's tokens carry"),
+    ([{"verbs": ["chat"], "users": ["x"]}], {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}, None,
+     "spec.access[0].users names users, whom only this Agent's own OIDC issuer signs in"),
     ([{"verbs": ["chat"], "groups": ["x"]}], {}, None, "spec.access names principals, but this Agent has no "
                                                        "authentication"),
-    ([], {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}, ["group:approvers"],
-     "'group:approvers' names an OIDC user or group, but this Agent has no spec.auth.oidc"),
+    ([], {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}, ["user:alice"],
+     "'user:alice' names an OIDC user, but this Agent has no spec.auth.oidc"),
 ])
 def test_the_reconcile_core_refuses_rules_it_cannot_apply(rules, auth, approvers, message):
     result = planned(with_access(rules, auth, approvers))
     assert result.phase == "Failed" and message in result.message, result.message
+
+
+def test_a_key_only_agent_grants_by_group_to_users_a_coordinator_relays():
+    """A coordinator's signed assertion carries its user's groups, so group grants and group
+    approvers apply on an agent that knows only API keys (e2e/test_identity.py's worker)."""
+    keys = {"apiKeys": {"secretKeyRef": {"name": "k", "key": "k"}}}
+    rules = [{"verbs": ["chat"], "groups": ["engineering"]},
+             {"verbs": ["read"], "principals": ["user:alice via key:1"]}]
+    result = planned(with_access(rules, keys, ["group:approvers", "user:bob via key:1"]))
+    assert result.phase == "Deploy", result.message
+    env = env_of(container(render("agent", result.values)))
+    assert json.loads(env["ACCESS_RULES"]) == rules
+    assert env["TOOL_APPROVAL_APPROVERS"] == "group:approvers,user:bob via key:1"
+    assert "AUTH_OIDC_ISSUER" not in env

@@ -154,8 +154,11 @@ ACCESS_VERBS = ("chat", "read", "approve", "admin")
 
 
 def _check_access(rules, admins, approvers, oidc: bool) -> None:
-    """spec.access's rules (the CRD's enum and rule, with the rule's place named) and the users and
-    groups the lists name, which only an OIDC issuer's tokens carry."""
+    """spec.access's rules (the CRD's enum and rule, with the rule's place named), and the users
+    the lists name. A group grant applies on an agent with API keys alone too: a coordinator's
+    signed assertion carries the groups of the user it relays (docs/security.md, "How identity
+    travels"). A bare user name matches only a user the agent's own OIDC issuer signed in; a
+    relayed one is named with its route (user:<name> via key:<n>)."""
     for number, rule in enumerate(rules):
         where = f"spec.access[{number}]"
         unknown = [verb for verb in rule.get("verbs") or [] if verb not in ACCESS_VERBS]
@@ -165,14 +168,14 @@ def _check_access(rules, admins, approvers, oidc: bool) -> None:
             raise _Invalid(f"{where}.verbs is empty: name what the rule grants ({', '.join(ACCESS_VERBS)})")
         if not (rule.get("users") or rule.get("groups") or rule.get("principals")):
             raise _Invalid(f"{where} grants to no one: list users, groups or principals")
-        if (rule.get("users") or rule.get("groups")) and not oidc:
-            raise _Invalid(f"{where} names users or groups, which only an OIDC issuer's tokens carry: "
-                           "set spec.auth.oidc, or grant to principals (key:<n>)")
-    named = [entry for entry in [*admins, *approvers]  # a user relayed by a coordinator needs no issuer here
-             if entry.startswith("group:") or (entry.startswith("user:") and " via " not in entry)]
+        if rule.get("users") and not oidc:
+            raise _Invalid(f"{where}.users names users, whom only this Agent's own OIDC issuer signs in: set "
+                           "spec.auth.oidc, or grant by groups (a coordinator relays a user's groups), or "
+                           "name a relayed user with its route in principals (user:<name> via key:<n>)")
+    named = [entry for entry in [*admins, *approvers] if entry.startswith("user:") and " via " not in entry]
     if named and not oidc:
-        raise _Invalid(f"{named[0]!r} names an OIDC user or group, but this Agent has no spec.auth.oidc: "
-                       "set it, or name API keys (key:<n>)")
+        raise _Invalid(f"{named[0]!r} names an OIDC user, but this Agent has no spec.auth.oidc: set it, or "
+                       "name a group, an API key (key:<n>) or a relayed user with its route (user:<name> via key:<n>)")
 
 
 def _modelapi(modelapi: ModelAPISpec, settings) -> dict[str, Any]:
