@@ -82,6 +82,7 @@ class Extractor:
 
     def __init__(self, url: str, model: str, api_key: str, timeout: float) -> None:
         self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
+        self._client: httpx.AsyncClient | None = None  # one per agent, opened at the first turn
 
     async def facts(self, user_text: str, answer: str) -> list[str]:
         if not self.url or not self.model:
@@ -89,14 +90,20 @@ class Extractor:
         body = {"model": self.model, "temperature": 0,
                 "messages": [{"role": "system", "content": EXTRACTION_PROMPT},
                              {"role": "user", "content": f"User: {user_text}\nAssistant: {answer}"}]}
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout)
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(chat_url(self.url), json=body,
-                                             headers={"Authorization": f"Bearer {self.api_key}"})
-                response.raise_for_status()
-                reply = response.json()["choices"][0]["message"]["content"] or ""
+            response = await self._client.post(chat_url(self.url), json=body,
+                                               headers={"Authorization": f"Bearer {self.api_key}"})
+            response.raise_for_status()
+            reply = response.json()["choices"][0]["message"]["content"] or ""
         except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as error:
             log.info("fact extraction by %s failed (%s); using the rules", self.model, error)
             return facts_by_rules(user_text)
         parsed = parse_fact_list(reply)
         return facts_by_rules(user_text) if parsed is None else parsed
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

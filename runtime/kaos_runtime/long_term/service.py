@@ -176,3 +176,4 @@ class LongTermMemory:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.store.close()
         await self.embedder.close()
+        await self.extractor.close()
