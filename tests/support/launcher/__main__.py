@@ -9,6 +9,9 @@
     python -m tests.support.launcher check-host          (exit 1 saying why the host cannot run the node)
     python -m tests.support.launcher host-paths record|remove STATE
         (up records the host paths that do not exist yet; down removes only those)
+    python -m tests.support.launcher cgroups make|join|kill|remove|left NAME [PID]
+        (the node's cgroups in every v1 hierarchy: join moves PID into NAME/system; kill SIGKILLs
+        every process they hold until none is left; left exits 1 when none exists)
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tests.support.launcher import cgroups
 from tests.support.launcher.components import Plane, command_lines, write_command_lines
 from tests.support.launcher.kubeconfig import write_real_node_kubeconfigs
 from tests.support.launcher.node import cgroup_problem, record_absent, remove_recorded
@@ -43,7 +47,14 @@ def main(argv: list[str]) -> int:
     paths = commands.add_parser("host-paths", help="record (up) or remove (down) the host paths the node makes")
     paths.add_argument("action", choices=["record", "remove"])
     paths.add_argument("state", type=Path)
+    groups = commands.add_parser("cgroups", help="the node's cgroups: make, join PID, kill, remove, left")
+    groups.add_argument("action", choices=["make", "join", "kill", "remove", "left"])
+    groups.add_argument("name")
+    groups.add_argument("pid", type=int, nargs="?")
+    groups.add_argument("--cgroup-root", type=Path, default=cgroups.ROOT)
     args = parser.parse_args(argv)
+    if args.command == "cgroups":
+        return cgroups_command(args.action, args.name, args.pid, args.cgroup_root)
     if args.command == "pki":
         create_cluster_pki(args.dir, args.node, tuple(args.address))
     elif args.command == "control-plane":
@@ -59,6 +70,26 @@ def main(argv: list[str]) -> int:
         record_absent(args.state)
     else:
         remove_recorded(args.state)
+    return 0
+
+
+def cgroups_command(action: str, name: str, pid: int | None, root: Path) -> int:
+    if action == "make":
+        cgroups.make(name, root)
+    elif action == "join":
+        if pid is None:
+            print("cluster: cgroups join needs a PID", file=sys.stderr)
+            return 2
+        cgroups.join(name, pid, root)
+    elif action == "kill":
+        still = cgroups.kill_all(name, root)
+        if still:
+            print(f"cluster: processes left in the cgroup {name}: {' '.join(map(str, sorted(still)))}", file=sys.stderr)
+            return 1
+    elif action == "remove":
+        cgroups.remove(name, root)
+    else:
+        return 0 if cgroups.left(name, root) else 1
     return 0
 
 

@@ -1,9 +1,9 @@
 """What scripts/cluster's real node (the kubelet strategy) needs of the host, and what it leaves
 on it. Pure but for the files they are given.
 
-- cgroups: the node's cgroups are made in each cgroup v1 hierarchy (scripts/cluster's
-  cgroup_dirs) and cluster/kubelet.yaml is written for v1 (failCgroupV1 false, cgroupfs), so a
-  host with the unified v2 hierarchy alone is refused, saying so, before anything starts;
+- cgroups: the node's cgroups are made in each cgroup v1 hierarchy (cgroups.py) and
+  cluster/kubelet.yaml is written for v1 (failCgroupV1 false, cgroupfs), so a host with the
+  unified v2 hierarchy alone is refused, saying so, before anything starts;
 - host paths: containerd and the kubelet write a few folders outside the state folder whatever
   their configuration says. `up` records those that did not exist before it
   (STATE/host-paths); `down` removes only those, never a folder another containerd or kubelet of
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+from tests.support.launcher.cgroups import hierarchies
 
 # Outside the state folder, whatever their configuration: containerd's shim sockets and task
 # folders, the kubelet's device-plugin folder, the pods' and containers' log links, NRI's socket.
@@ -28,8 +30,7 @@ def cgroup_problem(cgroup_root: Path = Path("/sys/fs/cgroup")) -> str | None:
         return (f"{cgroup_root} is the unified cgroup v2 hierarchy; scripts/cluster's node needs cgroup v1 "
                 "(its cgroups are made per v1 hierarchy and cluster/kubelet.yaml is written for v1): boot the "
                 "host with systemd.unified_cgroup_hierarchy=0, or run the kwok tier (tests/cluster) instead")
-    hierarchies = [d for d in cgroup_root.glob("*/cgroup.procs") if not d.parent.is_symlink()]
-    if not hierarchies:
+    if not hierarchies(cgroup_root):
         return f"no cgroup v1 hierarchy is mounted under {cgroup_root}; scripts/cluster's node needs cgroup v1"
     return None
 
