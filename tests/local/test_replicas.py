@@ -22,18 +22,10 @@ from kaos.local.workloads import local_which
 from kaos.reconcile import Ref
 from kaos.routes import Route
 from kaos.settings import Settings
-from tests.local.test_controlplane import MODELAPI, agent, info, phase, stand_in_plane
+from tests.local.test_controlplane import MODELAPI, agent, info, phase
 from tests.support.polling import eventually
 
 REDIS_OWN = {"backend": "redis", "redis": {"url": {"value": "redis://127.0.0.1:1/0"}}}
-
-
-@pytest.fixture
-async def control(tmp_path):
-    plane = stand_in_plane(tmp_path)
-    plane.start()
-    yield plane
-    await plane.stop()
 
 
 def status(plane, name="a") -> dict:
