@@ -23,8 +23,8 @@ from kaos.api import API_VERSION
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane
 from kaos.local.ports import free_port
 from tests.console.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.support.http_server import StaticServer
 from tests.support.polling import wait_until
-from tests.support.static_server import StaticServer
 
 ROOT = Path(__file__).resolve().parents[2]
 REBIND = "rebind.test"

@@ -14,7 +14,7 @@ import openai
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.support.static_server import StaticServer
+from tests.support.http_server import StaticServer
 
 from .conftest import agent_env, chat, events
 from .test_delegation import card_url, delegate_block
