@@ -16,6 +16,7 @@ from kaos.local.store import validate_documents
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 from tests.support.polling import eventually
+from tests.support.processes import alive
 
 CRDS = Settings().crd_dir
 MODELAPI = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "llm"},
@@ -82,7 +83,7 @@ async def test_delete_stops_the_process(control):
     pid = info(control, "ModelAPI", "llm")["pid"]
     assert control.delete(Ref("ModelAPI", "default", "llm"))
     await control.settled()
-    await eventually(lambda: not _alive(pid), timeout=30)
+    await eventually(lambda: not alive(pid), timeout=30)
     assert control.deployments() == []
     assert not control.delete(Ref("ModelAPI", "default", "llm"))
 
@@ -178,14 +179,6 @@ def test_validation_orders_dependencies_first():
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}}
     kinds = [d["kind"] for d, _ in validate_documents([(agent(), "a"), (MODELAPI, "m"), (secret, "s")], CRDS)]
     assert kinds == ["Secret", "ModelAPI", "Agent"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_crash_loop_is_failed_with_a_message_and_still_restarted(control, tmp_path):

@@ -63,6 +63,15 @@ def wait_serving(process: subprocess.Popen, check: Callable[[], object], timeout
     wait_until(serving, timeout, interval, what=f"{what} answering")
 
 
+def alive(pid: int) -> bool:
+    """Whether a process of that id still exists (a zombie not yet waited for counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def listening(port: int) -> bool:
     """Whether something accepts TCP connections on 127.0.0.1:``port`` (raises OSError if not)."""
     with socket.create_connection(("127.0.0.1", port), timeout=1):
