@@ -23,7 +23,6 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import httpx
@@ -32,8 +31,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "runtime"))
 
-from benchmarks.runtime_bench import ms, percentile, run_load, start_agent  # noqa: E402
-from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
+from benchmarks.runtime_bench import ms, percentile, run_load  # noqa: E402
+from benchmarks.services import Services  # noqa: E402
+from tests.support.processes import Service  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 TOOLS = '''
@@ -77,25 +77,17 @@ async def decision_to_tool(agent: Service, mock: Service, http: httpx.AsyncClien
 
 
 async def main(args) -> None:
-    log_dir = tempfile.mkdtemp(prefix="kaos-approval-bench-")
-    started: list[Service] = []
-    redis = RedisServer(os.path.join(log_dir, "redis"))
-    os.chdir(ROOT)
-    try:
-        mock = spawn("mock-model", ["-m", "tests.support.mock_model"], {}, log_dir)
-        tools = spawn("tools", ["-m", "kaos_runtime", "mcp"], {"MCP_TOOLS_STRING": TOOLS}, log_dir)
-        started += [mock, tools]
-        wait_until_ok(mock)
-        wait_until_ok(tools)
-        redis.start()
+    with Services("kaos-approval-bench-") as services:
+        mock = services.mock_model()
+        tools = services.spawn("tools", ["-m", "kaos_runtime", "mcp"], {"MCP_TOOLS_STRING": TOOLS})
+        redis = services.add(RedisServer(os.path.join(services.log_dir, "redis"))).start()
         common = {"MODEL_API_URL": mock.url, "MODEL_TOOL_CALLING": "native", "MCP_SERVERS": "tools",
                   "MCP_SERVER_TOOLS_URL": tools.url + "/mcp"}
-        agents = {"plain": start_agent("bench-plain", common, log_dir),
-                  "gated": start_agent("bench-gated", {**common, "TOOL_APPROVAL_REQUIRED": "stamp"}, log_dir)}
+        agents = {"plain": services.agent("bench-plain", common),
+                  "gated": services.agent("bench-gated", {**common, "TOOL_APPROVAL_REQUIRED": "stamp"})}
         local = agents["gated"]
-        durable = start_agent("bench-redis", {**common, "TOOL_APPROVAL_REQUIRED": "stamp", "MEMORY_BACKEND": "redis",
-                                              "REDIS_URL": redis.url}, log_dir)
-        started += [*agents.values(), durable]
+        durable = services.agent("bench-redis", {**common, "TOOL_APPROVAL_REQUIRED": "stamp", "MEMORY_BACKEND": "redis",
+                                                 "REDIS_URL": redis.url})
         for agent in agents.values():
             await run_load(agent.url + CHAT, 200, 4)  # litellm imported, tools discovered, connections warm
         n = args.requests
@@ -122,10 +114,6 @@ async def main(args) -> None:
                 times = [await decision_to_tool(agent, mock, http, f"bench-{label}-{i}") for i in range(args.decisions)]
                 print(f"  {label:6s} p50 {ms(percentile(times, 0.5))}  p90 {ms(percentile(times, 0.9))}"
                       f"  max {ms(max(times))}")
-    finally:
-        for service in reversed(started):
-            service.stop()
-        redis.stop()
 
 
 if __name__ == "__main__":

@@ -165,6 +165,32 @@ def rest(pid: int, seconds: float, every: float) -> list[tuple[float, float]]:
         time.sleep(min(every or seconds, seconds - elapsed))
 
 
+class Stretch:
+    """What the operator spends over a stretch of time, from creation to ``end()``: the CPU
+    seconds of its Python process and of its helm runs (``python``, ``helm``), ``seconds``
+    elapsed, its helm runs and API requests (``helm_runs``, ``by_verb``, ``by_client``); with
+    --profile, a py-spy record of its first ``profile_seconds`` into ``<profile>/<name>.txt``."""
+
+    def __init__(self, pid: int, counters: Counters, args, name: str, profile_seconds: float) -> None:
+        self.pid, self.counters = pid, counters
+        self.python, self.helm = cpu_seconds(pid)
+        self.since, self.began = time.time(), time.monotonic()
+        self.spy = profile(pid, profile_seconds, Path(args.profile) / f"{name}.txt") if args.profile else None
+
+    def end(self) -> Stretch:
+        self.seconds, until = time.monotonic() - self.began, time.time()
+        python, helm = cpu_seconds(self.pid)
+        self.python, self.helm = python - self.python, helm - self.helm
+        self.by_verb, self.by_client = self.counters.requests(self.since, until)
+        self.helm_runs = self.counters.helm_runs(self.since, until)
+        return self
+
+    def profiled(self) -> None:
+        """Wait for the profile to be written."""
+        if self.spy:
+            self.spy.wait()
+
+
 def run(label: str, tree: Path, args, sizes: list[int]) -> None:
     # kwok's nodes take 250 pods each: enough of them for the largest step and the quickstart
     plane = controlplane.start(nodes=2 + max(sizes) // 250, audit_namespaces=(NAMESPACE,))
@@ -196,9 +222,7 @@ def run(label: str, tree: Path, args, sizes: list[int]) -> None:
         done = 0
         for size in sizes:
             fair = args.fairness and size == sizes[-1] and done > 0
-            python0, helm0 = cpu_seconds(pid)
-            wall0, began = time.time(), time.monotonic()
-            spy = profile(pid, 60, Path(args.profile) / f"{label}-sync-{size}.txt") if args.profile else None
+            sync = Stretch(pid, counters, args, f"{label}-sync-{size}", 60)
             plane.kubectl("apply", "--server-side", "-n", "bench", "-f", "-", input=agents(done, size, done == 0))
             fairness = ""
             if fair:
@@ -210,38 +234,30 @@ def run(label: str, tree: Path, args, sizes: list[int]) -> None:
                 fairness = f"; an edit of bench-0 during this sync Ready after {time.monotonic() - edited:.1f} s (target 30 s)"
             names = {f"bench-{i}" for i in range(size)}
             wait_until(lambda: names <= ready_agents(plane, "bench"), 1800, interval=1.0, what=f"{size} agents Ready")
-            elapsed, wall1 = time.monotonic() - began, time.time()
-            python1, helm1 = cpu_seconds(pid)
-            new = size - done
-            by_verb, by_client = counters.requests(wall0, wall1)
+            sync.end()
+            elapsed, new = sync.seconds, size - done
             print(f"[{label}] {new} agents (to {size}) apply -> all Ready: {elapsed:.1f} s, {new / elapsed:.2f} agents/s, "
-                  f"operator CPU {(python1 - python0) / new:.3f} s/agent (Python) + {(helm1 - helm0) / new:.3f} s/agent "
-                  f"(helm), helm runs {dict(counters.helm_runs(wall0, wall1))}, "
-                  f"API {sum(by_verb.values()) / elapsed:.1f} req/s ({top(by_client, elapsed)}; {top(by_verb, elapsed)}), "
+                  f"operator CPU {sync.python / new:.3f} s/agent (Python) + {sync.helm / new:.3f} s/agent "
+                  f"(helm), helm runs {dict(sync.helm_runs)}, API {sum(sync.by_verb.values()) / elapsed:.1f} req/s "
+                  f"({top(sync.by_client, elapsed)}; {top(sync.by_verb, elapsed)}), "
                   f"peak RSS {memory_mib(pid, 'VmHWM'):.0f} MiB{fairness}; load {os.getloadavg()[0]:.1f}", flush=True)
-            if spy:
-                spy.wait()
+            sync.profiled()
             done = size
 
             # at rest: nothing changes; what the operator spends anyway
             rss0 = memory_mib(pid, "VmRSS")
-            python0, helm0 = cpu_seconds(pid)
-            wall0, began = time.time(), time.monotonic()
-            spy = profile(pid, args.idle, Path(args.profile) / f"{label}-rest-{size}.txt") if args.profile else None
+            idle = Stretch(pid, counters, args, f"{label}-rest-{size}", args.idle)
             samples = rest(pid, args.idle, args.sample)
-            seconds, wall1 = time.monotonic() - began, time.time()
-            python1, helm1 = cpu_seconds(pid)
-            by_verb, by_client = counters.requests(wall0, wall1)
+            seconds = idle.end().seconds
             print(f"[{label}] at rest with {size + 5} resources over {seconds:.0f} s: "
-                  f"CPU {100 * (python1 - python0) / seconds:.1f}% (Python) + {100 * (helm1 - helm0) / seconds:.1f}% (helm) "
-                  f"of a core, helm runs {sum(counters.helm_runs(wall0, wall1).values())}, "
-                  f"API {sum(by_verb.values()) / seconds:.2f} req/s ({top(by_verb, seconds)}), "
+                  f"CPU {100 * idle.python / seconds:.1f}% (Python) + {100 * idle.helm / seconds:.1f}% (helm) "
+                  f"of a core, helm runs {sum(idle.helm_runs.values())}, "
+                  f"API {sum(idle.by_verb.values()) / seconds:.2f} req/s ({top(idle.by_verb, seconds)}), "
                   f"RSS {rss0:.0f} -> {memory_mib(pid, 'VmRSS'):.0f} MiB; load {os.getloadavg()[0]:.1f}", flush=True)
             if len(samples) > 1:
                 print(f"[{label}] RSS at rest, sampled every {args.sample:.0f} s: "
                       + ", ".join(f"{int(at)} s {mib:.0f}" for at, mib in samples) + " MiB", flush=True)
-            if spy:
-                spy.wait()
+            idle.profiled()
         operator.stop()
     finally:
         plane.stop()

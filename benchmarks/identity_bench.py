@@ -42,7 +42,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "runtime"))
 sys.path.insert(0, os.path.join(ROOT, "operator"))
 
-from benchmarks.runtime_bench import ms, start_agent  # noqa: E402
+from benchmarks.runtime_bench import ms  # noqa: E402
+from benchmarks.services import start_agent  # noqa: E402
 from kaos_runtime.core.auth import Verifier  # noqa: E402
 from kaos_runtime.core.oidc import OidcVerifier  # noqa: E402
 from kaos_runtime.core.settings import AuthSettings  # noqa: E402

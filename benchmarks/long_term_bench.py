@@ -53,7 +53,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "runtime"))
 sys.path.insert(0, os.path.join(ROOT, "operator"))
 
-from benchmarks.runtime_bench import percentile, rss_mib, start_agent  # noqa: E402
+from benchmarks.runtime_bench import percentile, rss_mib  # noqa: E402
+from benchmarks.services import start_agent  # noqa: E402
 from benchmarks.unit_vectors import unit  # noqa: E402
 from kaos_runtime.long_term import create_store  # noqa: E402
 from kaos_runtime.long_term.embedder import Embedder  # noqa: E402

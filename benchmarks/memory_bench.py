@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,13 +36,14 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from benchmarks.runtime_bench import percentile, rss_mib, run_load, start_agent  # noqa: E402
+from benchmarks.runtime_bench import percentile, rss_mib, run_load  # noqa: E402
+from benchmarks.services import Services, start_agent  # noqa: E402
 from kaos.api import API_VERSION  # noqa: E402
 from kaos.cli.client import Client  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 from kaos.local.state import read_state  # noqa: E402
 from tests.support.polling import wait_until  # noqa: E402
-from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
+from tests.support.processes import Service  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 CHAT = "/v1/chat/completions"
@@ -241,12 +241,10 @@ async def soak(mock: Service, redis: RedisServer, log_dir: str, total: int) -> N
 
 
 async def main(args) -> None:
-    log_dir = tempfile.mkdtemp(prefix="kaos-memory-bench-")
-    os.chdir(ROOT)
-    redis = RedisServer(Path(log_dir) / "redis").start()
-    mock = spawn("mock-model", ["-m", "tests.support.mock_model"], {}, log_dir)
-    try:
-        wait_until_ok(mock)
+    with Services("kaos-memory-bench-") as services:
+        log_dir = services.log_dir
+        redis = services.add(RedisServer(Path(log_dir) / "redis")).start()
+        mock = services.mock_model()
         print(f"memory benchmark on {os.cpu_count()} CPUs (logs in {log_dir})")
         if "backends" in args.parts:
             await backends(mock, redis, log_dir, args.requests, args.rounds)
@@ -254,9 +252,6 @@ async def main(args) -> None:
             await replicas(mock, Path(log_dir) / "kaos-home", args.requests, args.rounds)
         if "soak" in args.parts:
             await soak(mock, redis, log_dir, args.soak)
-    finally:
-        mock.stop()
-        redis.stop()
 
 
 if __name__ == "__main__":

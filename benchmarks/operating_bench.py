@@ -19,67 +19,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "runtime"))
 
-from benchmarks.runtime_bench import MODEL, ms, percentile, split_url, start_agent  # noqa: E402
-from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
+from benchmarks.runtime_bench import ms, percentile, run_load  # noqa: E402
+from benchmarks.services import MODEL, Services  # noqa: E402
 
 KEY = "bench-key-0123456789abcdef"
-BODY = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}).encode()
 
 
-class Connection:
-    """Keep-alive HTTP/1.1 POSTs with optional extra headers (content-length bodies only)."""
-
-    def __init__(self, base: str, headers: str) -> None:
-        host, port = base.split("//", 1)[1].rsplit(":", 1)
-        self.host, self.port, self.headers = host, int(port), headers
-        self.reader = self.writer = None
-
-    async def post(self, path: str, body: bytes) -> int:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\ncontent-type: application/json\r\n"
-                          f"{self.headers}content-length: {len(body)}\r\n\r\n".encode() + body)
-        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        length = next(int(line.split(":", 1)[1]) for line in head[1:] if line.lower().startswith("content-length:"))
-        await self.reader.readexactly(length)
-        return int(head[0].split(" ", 2)[1])
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-async def load(url: str, total: int, concurrency: int, key: str | None) -> tuple[list[float], float]:
-    base, path = split_url(url)
-    headers = f"authorization: Bearer {key}\r\n" if key else ""
-    remaining, latencies = iter(range(total)), []
-
-    async def worker():
-        connection = Connection(base, headers)
-        try:
-            for _ in remaining:
-                start = time.perf_counter()
-                status = await connection.post(path, BODY)
-                latencies.append(time.perf_counter() - start)
-                if status != 200:
-                    raise RuntimeError(f"{url} answered {status}")
-        finally:
-            connection.close()
-
-    began = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, time.perf_counter() - began
+def auth(key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"} if key else {}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -110,24 +66,18 @@ def metrics_share(calls: int = 20000) -> float:
 
 
 async def main(args) -> None:
-    log_dir = tempfile.mkdtemp(prefix="kaos-operating-bench-")
-    started: list[Service] = []
-    os.chdir(ROOT)
-    try:
-        mock = spawn("mock-model", ["-m", "tests.support.mock_model"], {}, log_dir)
-        started.append(mock)
-        wait_until_ok(mock)
-        off = start_agent("bench-off", {"MODEL_API_URL": mock.url, "METRICS_ENABLED": "false"}, log_dir)
-        on = start_agent("bench-on", {
+    with Services("kaos-operating-bench-") as services:
+        mock = services.mock_model()
+        off = services.agent("bench-off", {"MODEL_API_URL": mock.url, "METRICS_ENABLED": "false"})
+        on = services.agent("bench-on", {
             "MODEL_API_URL": mock.url, "METRICS_ENABLED": "true", "AUTH_API_KEYS": f"another-key,{KEY}",
             "BUDGET_TOKENS_PER_MINUTE": "1000000000000", "BUDGET_TOKENS_PER_DAY": "1000000000000",
             "BUDGET_CALLER_TOKENS_PER_MINUTE": "1000000000000",
-        }, log_dir)
-        started += [off, on]
+        })
         chat = "/v1/chat/completions"
         agents = {"off": (off, None), "on": (on, KEY)}
         for agent, key in agents.values():
-            await load(agent.url + chat, 300, 4, key)  # litellm imported, connections warm
+            await run_load(agent.url + chat, 300, 4, headers=auth(key))  # litellm imported, connections warm
         n, c = args.requests, args.concurrency
         figures = {name: {"c1": [], "p50": [], "rps": [], "c16": [], "cpu": []} for name in agents}
         print(f"operating benchmark: metrics + budget + API-key auth all on vs all off, {args.rounds} interleaved "
@@ -137,13 +87,13 @@ async def main(args) -> None:
             order = list(agents) if number % 2 == 0 else list(reversed(agents))
             for name in order:
                 agent, key = agents[name]
-                latencies = (await load(agent.url + chat, n, 1, key))[0]
+                latencies = (await run_load(agent.url + chat, n, 1, headers=auth(key)))[0]
                 figures[name]["c1"] += latencies
                 figures[name]["p50"].append(statistics.median(latencies))
             for name in order:
                 agent, key = agents[name]
                 before = cpu_seconds(agent.process.pid)
-                latencies, wall = await load(agent.url + chat, 2 * n, c, key)
+                latencies, wall = await run_load(agent.url + chat, 2 * n, c, headers=auth(key))
                 figures[name]["cpu"].append((cpu_seconds(agent.process.pid) - before) / len(latencies))
                 figures[name]["c16"] += latencies
                 figures[name]["rps"].append(len(latencies) / wall)
@@ -167,9 +117,6 @@ async def main(args) -> None:
               f"target < 10%)")
         print(f"  agent CPU added per request at c{c}: {cpu_added:+.0f} us (median of the rounds' differences)")
         print(f"  metrics bookkeeping per request, in process: {metrics_share():.1f} us")
-    finally:
-        for service in reversed(started):
-            service.stop()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -32,9 +31,9 @@ sys.path.insert(0, ROOT)
 import httpx  # noqa: E402
 
 from benchmarks.commits import checked_out, short_sha  # noqa: E402
-from tests.support.processes import Service, spawn, wait_until_ok  # noqa: E402
+from benchmarks.services import MODEL, Services  # noqa: E402
+from tests.support.processes import spawn, wait_until_ok  # noqa: E402
 
-MODEL = "ollama/smollm2:135m"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
 
 
@@ -59,10 +58,11 @@ class RawConnection:
     """A minimal keep-alive HTTP/1.1 client (content-length bodies only), so that the figures
     measure the servers rather than the client library."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         host_port = url.split("//", 1)[1].split("/", 1)[0]
         self.host, port = host_port.rsplit(":", 1)
         self.port = int(port)
+        self.headers = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         self.reader = self.writer = None
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -70,7 +70,7 @@ class RawConnection:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         self.writer.write(
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n".encode() + body
+            f"{self.headers}content-length: {len(body)}\r\n\r\n".encode() + body
         )
         head = await self.reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
@@ -121,15 +121,15 @@ def split_url(url: str) -> tuple[str, str]:
 
 
 async def run_load(url: str, total: int, concurrency: int, body: dict | None = None,
-                   before_each=None) -> tuple[list[float], float]:
-    """POST `body` `total` times with `concurrency` connections; latencies and wall time."""
+                   before_each=None, headers: dict[str, str] | None = None) -> tuple[list[float], float]:
+    """POST `body` `total` times with `concurrency` connections (with `headers` added); latencies and wall time."""
     latencies: list[float] = []
     remaining = iter(range(total))
     payload = json.dumps(body or BODY).encode()
     base, path = split_url(url)
 
     async def worker():
-        connection = RawConnection(base)
+        connection = RawConnection(base, headers)
         try:
             for _ in remaining:
                 if before_each is not None:
@@ -183,13 +183,6 @@ def cold_start(env: dict, log_dir: str, rounds: int) -> list[float]:
         finally:
             service.stop()
     return times
-
-
-def start_agent(name: str, env: dict, log_dir: str) -> Service:
-    service = spawn(name, ["-m", "kaos_runtime", "agent"], {"AGENT_NAME": name, "MODEL_NAME": MODEL,
-                                                            "AGENT_LOG_LEVEL": "WARNING", **env}, log_dir)
-    wait_until_ok(service, "/ready", timeout=120)  # an older runtime imports litellm first: seconds, more under load
-    return service
 
 
 @dataclass
@@ -285,16 +278,11 @@ def dirty() -> bool:
 
 
 async def main(args) -> None:
-    log_dir = tempfile.mkdtemp(prefix="kaos-bench-")
-    started: list[Service] = []
-    os.chdir(ROOT)
-    try:
-        mock = spawn("mock-model", ["-m", "tests.support.mock_model"], {}, log_dir)
-        started.append(mock)
-        wait_until_ok(mock)
+    with Services("kaos-bench-") as services:
+        log_dir = services.log_dir
+        mock = services.mock_model()
         model_env = {"MODEL_API_URL": mock.url}
-        agent = start_agent("bench", model_env, log_dir)
-        started.append(agent)
+        agent = services.agent("bench", model_env)
         n, c = args.requests, args.concurrency
         chat = "/v1/chat/completions"
         print(f"runtime benchmark: {n} requests per figure, concurrency 1 and {c}, {os.cpu_count()} CPUs")
@@ -311,13 +299,11 @@ async def main(args) -> None:
         print("streaming, time to first content (concurrency 1):")
         report("agent", await first_content_times(agent.url + chat, min(n, 500)))
 
-        worker = start_agent("bench-worker", model_env, log_dir)
-        started.append(worker)
-        coordinator = start_agent("bench-coord", {
+        worker = services.agent("bench-worker", model_env)
+        coordinator = services.agent("bench-coord", {
             **model_env, "PEER_AGENTS": "bench-worker",
             "PEER_AGENT_BENCH_WORKER_CARD_URL": worker.url + "/.well-known/agent",
-        }, log_dir)
-        started.append(coordinator)
+        })
         delegate = '```delegate\n{"agent": "bench-worker", "task": "say hi"}\n```'
         script = json.dumps({"replies": [delegate, "worker says hi", "done"]}).encode()
         control = RawConnection(mock.url)
@@ -331,8 +317,7 @@ async def main(args) -> None:
         report("coordinator -> worker", (await run_load(coordinator.url + chat, hops, 1, before_each=queue_replies))[0])
 
         if args.acompletion:
-            plain = start_agent("bench-acompletion", {**model_env, "MODEL_CLIENT": "acompletion"}, log_dir)
-            started.append(plain)
+            plain = services.agent("bench-acompletion", {**model_env, "MODEL_CLIENT": "acompletion"})
             await run_load(plain.url + chat, 100, 2)
             print("for comparison, MODEL_CLIENT=acompletion (litellm.acompletion per call):")
             report("agent c1", (await run_load(plain.url + chat, min(n, 1000), 1))[0])
@@ -344,9 +329,6 @@ async def main(args) -> None:
               f"median {statistics.median(colds):.2f} s, max {max(colds):.2f} s")
         if args.base != "none":
             await memory_and_startup(args, mock.url, log_dir)
-    finally:
-        for service in reversed(started):
-            service.stop()
 
 
 if __name__ == "__main__":

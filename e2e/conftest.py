@@ -19,7 +19,6 @@ import asyncio
 import atexit
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from kaos.api import API_VERSION, CHART_OF, KIND_OF_CHART, SEGMENT_OF  # noqa: E
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 from tests.support.polling import eventually, wait_until  # noqa: E402
+from tests.support.processes import listening, stop_process, wait_serving  # noqa: E402
 
 SHARED_MODELAPI = "e2e-llm"
 NARROW_MODELAPI = "e2e-narrow"
@@ -207,20 +207,10 @@ class MockModelServer(MockModelControl):
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
 
-        def started() -> bool:
-            if self.process.poll() is not None:
-                raise RuntimeError("the mock model server exited at start")
-            return self.healthy()
-
-        wait_until(started, 30, what="the mock model server")
+        wait_serving(self.process, self.healthy, 30, "the mock model server")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 class ClusterMockModelServer(MockModelControl):
@@ -579,17 +569,7 @@ def port_forward(namespace: str, service_name: str, local_port: int, remote_port
                          what=f"a local workload {namespace}/{service_name}")
         argv = [sys.executable, "-m", "e2e.port_forward", str(local_port), str(row["port"])]
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def listening() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"port-forward to {namespace}/{service_name} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", local_port), timeout=1):
-                return True
-        except OSError:
-            return False
-
-    wait_until(listening, 30, interval=0.05, what=f"the port-forward on {local_port}")
+    wait_serving(process, lambda: listening(local_port), 30, f"the port-forward on {local_port} to {namespace}/{service_name}")
     return process
 
 

@@ -168,6 +168,12 @@ def start_operator(plane: ControlPlane, namespace: str = NAMESPACE, release: str
 # resources
 
 
+def apply(plane: ControlPlane, namespace: str, *documents: dict) -> None:
+    """``kubectl apply`` of each document (a dict) in the namespace."""
+    for document in documents:
+        plane.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(document))
+
+
 def resource(plane: ControlPlane, kind: str, name: str, namespace: str) -> dict | None:
     return plane.get(f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}")
 

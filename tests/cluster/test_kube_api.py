@@ -4,8 +4,6 @@ as "the Secret does not exist"; a missing Secret is NotFound; a rotated token is
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kaos.api import AGENT, API_VERSION, TRIGGER
@@ -13,11 +11,8 @@ from kaos.kube_api import Forbidden, KubeClient, NotFound
 from kaos.operator.trigger_host import ClusterTriggerHost
 from kaos.reconcile import Ref
 from kaos.triggers.runs import FAILED
+from tests.cluster.platform import apply
 from tests.support.polling import eventually
-
-
-def apply(cluster, namespace: str, document: dict) -> None:
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(document))
 
 
 @pytest.fixture

@@ -3,17 +3,11 @@ and the operator turning spec.memory and replicas into Deployments (or a clear F
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from kaos.api import API_VERSION
-from tests.cluster.platform import deployment_available, helm, install_platform, resource, wait_ready
+from tests.cluster.platform import apply, deployment_available, helm, install_platform, resource, wait_ready
 from tests.support.polling import wait_until
-
-
-def _apply(cluster, namespace: str, *documents: dict) -> None:
-    for document in documents:
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(document))
 
 
 def _agent(name: str, **spec) -> dict:
@@ -60,7 +54,7 @@ def test_replicas_with_shared_memory_deploy_and_without_it_fail(cluster, operato
     valued = _agent("valued", memory={"backend": "redis", "redis": {"url": {"value": "redis://r.elsewhere:6379/2"}}})
     platformed = _agent("platformed", replicas=2, memory={"backend": "redis"})
     split = _agent("split", replicas=2)
-    _apply(cluster, namespace, secret, modelapi, shared, valued, platformed, split)
+    apply(cluster, namespace, secret, modelapi, shared, valued, platformed, split)
 
     wait_ready(cluster, "Agent", "shared", namespace, timeout=90)
     deployment = cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/agent-shared")

@@ -19,17 +19,12 @@ from kaos.api import API_VERSION
 from kaos.triggers.runs import SKIPPED, parse_time, timestamp
 from kaos.triggers.schedule import Schedule
 from kaos.triggers.signature import signed_headers
-from tests.cluster.platform import NAMESPACE, RELEASE, wait_ready
+from tests.cluster.platform import NAMESPACE, RELEASE, apply, wait_ready
 from tests.support.polling import wait_until
 from tests.triggers.builders import post_webhook as post
 
 TRIGGERS = f"/apis/{API_VERSION}/namespaces/{{namespace}}/triggers"
 HMAC = "cluster-webhook-key-0123456789"
-
-
-def apply(cluster, namespace: str, *documents: dict) -> None:
-    for document in documents:
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(document))
 
 
 def trigger(name: str, **spec) -> dict:

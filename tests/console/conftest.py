@@ -139,6 +139,16 @@ def console_served(app) -> Iterator[str]:
 
 
 @contextmanager
+def proxied_console(items: list[dict], proxy) -> Iterator[tuple[str, object]]:
+    """The console of the resources ``items`` with ``proxy`` (a stand-in for the workloads behind
+    its proxy routes), served: (its base URL, the proxy)."""
+    from kaos.console import Console, LocalCatalog
+
+    with console_served(Console(LocalCatalog(lambda: items), proxy=proxy)) as url:
+        yield url, proxy
+
+
+@contextmanager
 def opened_page(browser, base_url: str):
     """A fresh page on the console at ``base_url``; JavaScript errors fail the test."""
     context = browser.new_context(viewport=VIEWPORT, base_url=base_url)

@@ -9,7 +9,7 @@ import re
 import signal
 import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import quote
 
 import pytest
@@ -22,6 +22,7 @@ from tests.console.conftest import (
     attribute,
     eventually_true,
 )
+from tests.support.http_server import LoopbackServer
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -143,14 +144,12 @@ class HeldStream:
             def log_message(self, *_) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/chat/completions"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = LoopbackServer(Handler)
+        self.url = self.server.url + "/v1/chat/completions"
 
     def close(self) -> None:
         self.released.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
 
 def test_chat_renders_each_streamed_piece_as_it_arrives(page):

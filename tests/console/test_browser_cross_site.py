@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -25,6 +23,7 @@ from kaos.api import API_VERSION
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane
 from kaos.local.ports import free_port
 from tests.console.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.support.http_server import StaticServer
 from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,23 +106,9 @@ def plane(tmp_path_factory):
 def attacker(plane):
     """The attacker's site: another port on 127.0.0.1, so another origin than the gateway's."""
     state, _ = plane
-    page = attack_page(state.url)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("content-type", "text/html; charset=utf-8")
-            self.send_header("content-length", str(len(page)))
-            self.end_headers()
-            self.wfile.write(page)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    server = StaticServer(attack_page(state.url), "text/html; charset=utf-8")
+    yield server.url + "/"
+    server.stop()
 
 
 @pytest.fixture(scope="module")

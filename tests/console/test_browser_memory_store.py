@@ -11,8 +11,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from kaos.console import Console, LocalCatalog
-from tests.console.conftest import console_served, overview_row
+from tests.console.conftest import overview_row, proxied_console
 from tests.console.test_server import resource
 from tests.support.polling import wait_until
 
@@ -73,10 +72,8 @@ def console():
                          {"type": "MemoryDegraded", "status": "True", "reason": "Unreachable", "message": DEGRADED}])
     store["spec"] = {"storage": {"type": "local"}, "scope": "user", "retentionDays": 30, "topK": 5,
                      "models": {"embedding": {"modelAPI": "embedder", "model": "minilm"}}}
-    memory = AgentLongTermMemory()
-    app = Console(LocalCatalog(lambda: [agent, other, store]), proxy=memory)
-    with console_served(app) as url:
-        yield url, memory
+    with proxied_console([agent, other, store], AgentLongTermMemory()) as served:
+        yield served
 
 
 @pytest.fixture

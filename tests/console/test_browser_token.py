@@ -4,16 +4,11 @@ API) for this tab only; Forget stops it."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-import uvicorn
 
 from kaos.console import Console, LocalCatalog
-from kaos.local.ports import free_port
-from tests.console.conftest import VIEWPORT
+from tests.console.conftest import VIEWPORT, console_served
 from tests.console.test_server import resource
-from tests.support.polling import wait_until
 
 TOKEN = "user-token-for-the-browser-test"
 pytestmark = pytest.mark.timeout(120)
@@ -51,14 +46,8 @@ def console():
             own.append(authorization.decode() if authorization else None)
         await app(scope, receive, send)
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=15, what="the console server")
-    yield f"http://127.0.0.1:{port}", workload, own
-    server.should_exit = True
-    thread.join(10)
+    with console_served(recording) as url:
+        yield url, workload, own
 
 
 def test_a_token_entered_in_the_header_reaches_the_workload(browser, console, screenshots):

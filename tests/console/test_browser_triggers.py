@@ -10,8 +10,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from kaos.console import Console, LocalCatalog
-from tests.console.conftest import console_served, overview_row
+from tests.console.conftest import overview_row, proxied_console
 from tests.console.test_server import resource
 
 pytestmark = pytest.mark.timeout(120)
@@ -57,10 +56,8 @@ def console():
     trigger["spec"] = {"agent": "reporter", "schedule": "0 2 * * *", "timeZone": "Europe/Paris",
                        "message": "Write the nightly report.", "session": "new", "concurrencyPolicy": "Forbid",
                        "limits": {"timeout": "5m"}}
-    memory = AgentMemory()
-    app = Console(LocalCatalog(lambda: [agent, trigger]), proxy=memory)
-    with console_served(app) as url:
-        yield url, memory
+    with proxied_console([agent, trigger], AgentMemory()) as served:
+        yield served
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import httpx
 
 from kaos.local.ports import free_port
 from tests.gitops.tools import tool
-from tests.support.polling import wait_until
+from tests.support.processes import stop_process, wait_serving
 
 
 class Registry:
@@ -34,27 +34,15 @@ class Registry:
             self.process = subprocess.Popen(
                 [str(tool("crane")), "registry", "serve", "--address", self.host, "--disk", str(self.folder / "blobs")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(self._answers, 30, interval=0.1, what=f"the registry answering on {self.host}")
+        wait_serving(self.process, lambda: httpx.get(f"http://{self.host}/v2/", timeout=1).status_code == 200, 30,
+                     f"crane registry serve on {self.host}",
+                     lambda: (self.folder / "registry.log").read_text(errors="replace"), interval=0.1)
         return self
-
-    def _answers(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"crane registry serve exited with {self.process.returncode}: "
-                                 f"{(self.folder / 'registry.log').read_text(errors='replace')}")
-        try:
-            return httpx.get(f"http://{self.host}/v2/", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
 
     def tags(self, repository: str) -> list[str]:
         answer = httpx.get(f"http://{self.host}/v2/{repository}/tags/list", timeout=5)
         return answer.json().get("tags") or [] if answer.status_code == 200 else []
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        if self.process is not None:
+            stop_process(self.process)

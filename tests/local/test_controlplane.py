@@ -6,34 +6,17 @@ import os
 import re
 import signal
 import sys
-import textwrap
 
 import httpx
 import pytest
 
 from kaos.api import API_VERSION
-from kaos.local.controlplane import ControlPlane
 from kaos.local.manifests import ApplyError
 from kaos.local.store import validate_documents
 from kaos.reconcile import Ref
 from kaos.settings import Settings
 from tests.support.polling import eventually
-
-STAND_IN = textwrap.dedent(f"""\
-    #!{sys.executable}
-    import http.server, json, os, sys
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({{"argv": sys.argv[1:], "pid": os.getpid(),
-                               "env": {{k: v for k, v in os.environ.items() if k.isupper()}}}}).encode()
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        def log_message(self, *args):
-            pass
-    http.server.ThreadingHTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
-""")
+from tests.support.processes import alive
 
 CRDS = Settings().crd_dir
 MODELAPI = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": "llm"},
@@ -43,22 +26,6 @@ MODELAPI = {"apiVersion": API_VERSION, "kind": "ModelAPI", "metadata": {"name": 
 def agent(name="a", **spec):
     return {"apiVersion": API_VERSION, "kind": "Agent", "metadata": {"name": name},
             "spec": {"modelAPI": "llm", "model": "m", **spec}}
-
-
-def stand_in_plane(tmp_path, stand_in: str = STAND_IN, environ: dict[str, str] | None = None) -> ControlPlane:
-    """A control plane (not started) whose every program is ``stand_in``, its settings from ``environ``."""
-    program = tmp_path / "stand-in"
-    program.write_text(stand_in)
-    program.chmod(0o755)
-    return ControlPlane(tmp_path / "home", Settings.from_env(environ or {}), which=lambda name: str(program))
-
-
-@pytest.fixture
-async def control(tmp_path):
-    plane = stand_in_plane(tmp_path)
-    plane.start()
-    yield plane
-    await plane.stop()
 
 
 def phase(plane, kind, name):
@@ -116,7 +83,7 @@ async def test_delete_stops_the_process(control):
     pid = info(control, "ModelAPI", "llm")["pid"]
     assert control.delete(Ref("ModelAPI", "default", "llm"))
     await control.settled()
-    await eventually(lambda: not _alive(pid), timeout=30)
+    await eventually(lambda: not alive(pid), timeout=30)
     assert control.deployments() == []
     assert not control.delete(Ref("ModelAPI", "default", "llm"))
 
@@ -212,14 +179,6 @@ def test_validation_orders_dependencies_first():
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}}
     kinds = [d["kind"] for d, _ in validate_documents([(agent(), "a"), (MODELAPI, "m"), (secret, "s")], CRDS)]
     assert kinds == ["Secret", "ModelAPI", "Agent"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_crash_loop_is_failed_with_a_message_and_still_restarted(control, tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from kaos.api import API_VERSION
 from kaos.reconcile import Ref
-from tests.local.test_controlplane import stand_in_plane
+from tests.local.stand_in import running_plane
 from tests.support.polling import eventually
 
 STAND_IN = textwrap.dedent(f"""\
@@ -61,10 +61,8 @@ def closed_port() -> int:
 @pytest.fixture
 async def control(tmp_path):
     # re-checked often (the setting the e2e suite sets too), so that a store coming back is seen quickly
-    plane = stand_in_plane(tmp_path, STAND_IN, {"KAOS_MEMORY_PROBE_SECONDS": "0.2"})
-    plane.start()
-    yield plane
-    await plane.stop()
+    async with running_plane(tmp_path, STAND_IN, {"KAOS_MEMORY_PROBE_SECONDS": "0.2"}) as plane:
+        yield plane
 
 
 def status(plane, kind, name) -> dict:

@@ -22,18 +22,11 @@ from kaos.local.workloads import local_which
 from kaos.reconcile import Ref
 from kaos.routes import Route
 from kaos.settings import Settings
-from tests.local.test_controlplane import MODELAPI, agent, info, phase, stand_in_plane
+from tests.local.test_controlplane import MODELAPI, agent, info, phase
 from tests.support.polling import eventually
+from tests.support.processes import alive
 
 REDIS_OWN = {"backend": "redis", "redis": {"url": {"value": "redis://127.0.0.1:1/0"}}}
-
-
-@pytest.fixture
-async def control(tmp_path):
-    plane = stand_in_plane(tmp_path)
-    plane.start()
-    yield plane
-    await plane.stop()
 
 
 def status(plane, name="a") -> dict:
@@ -70,7 +63,7 @@ async def test_replicas_run_one_process_each_behind_the_gateway_and_the_workload
     await eventually(lambda: status(control).get("replicas") == 1 and phase(control, "Agent", "a") == "Ready",
                      timeout=60)
     assert (await asyncio.to_thread(info, control, "Agent", "a"))["pid"] not in pids
-    await eventually(lambda: not any(_alive(pid) for pid in pids), timeout=30)
+    await eventually(lambda: not any(alive(pid) for pid in pids), timeout=30)
 
 
 async def test_replicas_with_local_memory_are_failed_with_the_rule(control):
@@ -90,14 +83,6 @@ async def test_redis_memory_without_redis_server_is_failed_naming_what_to_instal
 
 def control_program(plane) -> str:
     return str(plane.home.parent / "stand-in")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -156,4 +141,4 @@ async def test_two_real_replicas_share_a_local_redis_behind_the_gateway(real_con
         keys = sock.recv(4096).decode()
     assert f"kaos:default:agent:remember:session:{session}" in keys
     await control.stop()
-    await eventually(lambda: not _alive(redis_pid), timeout=15, what="redis-server stopped with the control plane")
+    await eventually(lambda: not alive(redis_pid), timeout=15, what="redis-server stopped with the control plane")

@@ -43,6 +43,21 @@ def call(state: OperatorState, deployments: dict | None = None):
     return run
 
 
+class NoReleaseYet:
+    """A helm backend on which no release is deployed yet: each apply is recorded in ``applied``
+    and answers the next revision."""
+
+    def __init__(self) -> None:
+        self.applied: list[str] = []
+
+    async def deployed_revision(self, chart, release, namespace, values):
+        return None
+
+    async def apply(self, chart, release, namespace, values):
+        self.applied.append(release)
+        return len(self.applied)
+
+
 async def test_a_reconcile_racing_another_on_the_same_inputs_writes_no_status_again():
     """The resync timer's first tick and the creation handler both converge a new object, the
     second with a body taken before the first one's status patch reached the API: the handler
@@ -113,27 +128,18 @@ async def test_a_deployment_deleted_right_after_the_status_said_ready_is_applied
     while helm ran, which the converge of that tick never saw; if the Deployment is deleted
     before the next tick, nothing the converge reads has changed since, yet the release must
     be applied again."""
-    applied = []
-
-    class Backend:
-        async def deployed_revision(self, chart, release, namespace, values):
-            return None
-
-        async def apply(self, chart, release, namespace, values):
-            applied.append(release)
-            return len(applied)
-
-    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
     ref, resource = LLM_REF, copy.deepcopy(LLM)
     deployments: dict = {}
-    run = call(state, deployments)
 
-    class AppearsDuringHelm(Backend):
+    class AppearsDuringHelm(NoReleaseYet):
         async def apply(self, chart, release, namespace, values):
             deployments[ref] = [(1, 1)]
             return await super().apply(chart, release, namespace, values)
 
-    state.backend = AppearsDuringHelm()
+    backend = AppearsDuringHelm()
+    applied = backend.applied
+    state = OperatorState(settings=Settings(), backend=backend, backoff=Backoff())
+    run = call(state, deployments)
     ready = await run(on_resync, resource)
     assert ready["phase"] == "Ready" and applied == ["modelapi-llm"]
     deployments.clear()  # kubectl delete deployment, before the next tick
@@ -235,23 +241,18 @@ async def test_an_object_of_the_release_deleted_or_edited_by_hand_is_compared_wi
     """A watch event of an object of the release (kaos.operator.drift): helm's own write wakes
     nothing; a deletion or a hand edit costs one read of the manifest, and an apply only when the
     object lacks something of it; the apply's own events start nothing again."""
-    applied, manifests = [], []
+    manifests = []
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "modelapi-llm", "namespace": "team", "labels": {
         "app.kubernetes.io/name": "modelapi", "kaos.tools/modelapi": "llm"}}, "spec": {"type": "ClusterIP"}}
 
-    class Backend:
-        async def deployed_revision(self, chart, release, namespace, values):
-            return None
-
-        async def apply(self, chart, release, namespace, values):
-            applied.append(release)
-            return len(applied)
-
+    class Backend(NoReleaseYet):
         async def manifest(self, release, namespace):
             manifests.append(release)
             return [service]
 
-    state = OperatorState(settings=Settings(), backend=Backend(), backoff=Backoff())
+    backend = Backend()
+    applied = backend.applied
+    state = OperatorState(settings=Settings(), backend=backend, backoff=Backoff())
     memo = kopf.Memo()
     memo.kaos = state
     indices = {"agent_index": {}, "modelapi_index": {LLM_REF: [LLM]}, "mcpserver_index": {},

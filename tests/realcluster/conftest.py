@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import ssl
 import subprocess
 import uuid
@@ -24,6 +23,7 @@ import yaml
 
 from kaos.local.ports import free_port
 from tests.support.polling import wait_until
+from tests.support.processes import listening, stop_process, wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,22 +79,12 @@ class RealCluster:
         process = subprocess.Popen(["kubectl", "--kubeconfig", self.kubeconfig, "port-forward", "--address", "127.0.0.1",
                                     "-n", namespace, f"svc/{service}", f"{local}:{port}"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-        def listening() -> bool:
-            if process.poll() is not None:
-                raise AssertionError(f"kubectl port-forward to {namespace}/{service}:{port} exited: {process.stderr.read()}")
-            try:
-                with socket.create_connection(("127.0.0.1", local), timeout=1):
-                    return True
-            except OSError:
-                return False
-
         try:
-            wait_until(listening, timeout=30, interval=0.1, what=f"the port-forward to {namespace}/{service}:{port}")
+            wait_serving(process, lambda: listening(local), 30, f"kubectl port-forward to {namespace}/{service}:{port}",
+                         process.stderr.read, interval=0.1)
             yield local
         finally:
-            process.terminate()
-            process.wait(10)
+            stop_process(process)
 
     def gateway_post(self, path: str, body: dict, timeout: float = 60) -> httpx.Response:
         """POSTs through the Gateway once its route and endpoints serve (404 and 5xx until then)."""

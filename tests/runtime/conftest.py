@@ -49,6 +49,13 @@ def mock_model(log_dir):
     service.stop()
 
 
+@pytest.fixture
+def clean_model(mock_model):
+    """The mock model as new for each test: no requests, script, streams or gates left from an
+    earlier one (a module asks for it with ``pytestmark = pytest.mark.usefixtures("clean_model")``)."""
+    mock_model.reset()
+
+
 @pytest.fixture(scope="module")
 def start(log_dir):
     """start(kind, name, env, ready=True, port=None) -> Service; everything started is stopped at module end."""

@@ -43,9 +43,7 @@ def agent(start, mock_model, tools_server):
                                                  MCP_SERVERS="tools", MCP_SERVER_TOOLS_URL=tools_server.url + "/mcp"))
 
 
-@pytest.fixture(autouse=True)
-def clean_model(mock_model):
-    mock_model.reset()
+pytestmark = pytest.mark.usefixtures("clean_model")
 
 
 def test_card_has_the_a2a_fields(agent):

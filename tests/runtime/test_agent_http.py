@@ -21,9 +21,7 @@ def agent(start, mock_model):
     ))
 
 
-@pytest.fixture(autouse=True)
-def clean_model(mock_model):
-    mock_model.reset()
+pytestmark = pytest.mark.usefixtures("clean_model")
 
 
 def test_health_ready_models_and_card(agent):

@@ -29,9 +29,7 @@ def agent(start, mock_model, approval_tools):
     return gated_agent(start, mock_model, approval_tools, "gated", TOOL_APPROVAL_REQUIRED="delete_file")
 
 
-@pytest.fixture(autouse=True)
-def clean_model(mock_model):
-    mock_model.reset()
+pytestmark = pytest.mark.usefixtures("clean_model")
 
 
 def test_approved_call_runs_and_rejected_call_goes_back_to_the_model(agent, mock_model, background):

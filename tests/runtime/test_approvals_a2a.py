@@ -23,9 +23,7 @@ def agent(start, mock_model, approval_tools):
     return start("agent", "a2a-gated", gated_env("a2a-gated", mock_model, approval_tools))
 
 
-@pytest.fixture(autouse=True)
-def clean_model(mock_model):
-    mock_model.reset()
+pytestmark = pytest.mark.usefixtures("clean_model")
 
 
 def message(text: str, task=None):

@@ -23,9 +23,7 @@ def agent(start, mock_model, approval_tools):
     return start("agent", "mcp-gated", gated_env("mcp-gated", mock_model, approval_tools))
 
 
-@pytest.fixture(autouse=True)
-def clean_model(mock_model):
-    mock_model.reset()
+pytestmark = pytest.mark.usefixtures("clean_model")
 
 
 async def test_a_client_that_answers_elicitations_is_asked(agent, mock_model):

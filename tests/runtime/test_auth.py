@@ -4,10 +4,8 @@ credential, and no planted secret in any log, memory event or metric."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import secrets
-import threading
 import time
 
 import httpx
@@ -15,6 +13,8 @@ import jwt
 import openai
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.support.http_server import StaticServer
 
 from .conftest import agent_env, chat, events
 from .test_delegation import card_url, delegate_block
@@ -37,21 +37,8 @@ class Issuer:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
         jwks = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(jwks)))
-                self.end_headers()
-                self.wfile.write(jwks)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks.json"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = StaticServer(jwks, "application/json")
+        self.url = self.server.url + "/jwks.json"
 
     def token(self, key=None, **claims) -> str:
         body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": int(time.time()) + 300, **claims}
@@ -64,7 +51,7 @@ class Issuer:
 def issuer():
     issuer = Issuer()
     yield issuer
-    issuer.server.shutdown()
+    issuer.server.stop()
 
 
 @pytest.fixture(scope="module")

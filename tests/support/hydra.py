@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 from kaos.local.ports import free_port
-from tests.support.polling import wait_until
+from tests.support.processes import stop_process, wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS = {"alice": ["engineering", "approvers"], "bob": ["engineering"], "carol": ["sales"]}
@@ -243,25 +243,12 @@ class Hydra(Issuer):
             self.process = subprocess.Popen([binary, "serve", "all", "--dev", "--config", str(config)],
                                             stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
         super().__init__(f"http://127.0.0.1:{self.public}", f"http://127.0.0.1:{self.admin}/admin")
-        wait_until(self._ready, 60, what="hydra answering on /health/ready")
+        wait_serving(self.process, lambda: httpx.get(self.issuer + "/health/ready", timeout=1).status_code == 200,
+                     60, "hydra (/health/ready)", self.log_path.read_text)
         self.provision_signing_keys()
 
-    def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"hydra exited with {self.process.returncode}:\n{self.log_path.read_text()}")
-        try:
-            return httpx.get(self.issuer + "/health/ready", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
 
 
 class LoginApp:

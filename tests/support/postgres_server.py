@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kaos.local.ports import free_port
-from tests.support.polling import wait_until
+from tests.support.processes import stop_process, wait_serving
 
 PASSWORD = "kaos"
 
@@ -97,20 +97,12 @@ class PostgresServer:
              "-k", str(self.folder), "-c", "fsync=off", "-c", "max_connections=50"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, **self._as_user())
         log.close()
-        wait_until(self._answers, 30, what=f"postgres answering on port {self.port}")
+        wait_serving(self.process, lambda: self.sql("postgres", "select 1"), 30,
+                     f"postgres on port {self.port}", self.log, not_yet=(Exception,))
         if not (self.data / "created").exists():
             self.sql("postgres", "create database kaos")
             (self.data / "created").touch()
         return self
-
-    def _answers(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"postgres exited with {self.process.returncode}: {self.log()}")
-        try:
-            self.sql("postgres", "select 1")
-            return True
-        except Exception:
-            return False
 
     def sql(self, database: str, statement: str, *parameters) -> list[tuple]:
         import psycopg
@@ -132,13 +124,8 @@ class PostgresServer:
             return False
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # fast shutdown: clients are disconnected
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_process(self.process, grace=15, stop_signal=signal.SIGINT)  # fast shutdown: clients are disconnected
         self.process = None
 
     def remove(self) -> None:

@@ -1,11 +1,14 @@
-"""Start real processes on free loopback ports and wait (bounded) until they answer."""
+"""Start real processes on free loopback ports, wait (bounded) until they answer, stop them."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 import httpx
 
@@ -28,13 +31,51 @@ class Service:
             return handle.read()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process, grace=5)
+
+
+def stop_process(process: subprocess.Popen, grace: float = 10, stop_signal: int = signal.SIGTERM) -> None:
+    """End ``process`` if it still runs: ``stop_signal``, then SIGKILL after ``grace`` seconds."""
+    if process.poll() is None:
+        process.send_signal(stop_signal)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def wait_serving(process: subprocess.Popen, check: Callable[[], object], timeout: float, what: str,
+                 log: Callable[[], str] = lambda: "", interval: float = 0.05,
+                 not_yet: tuple[type[BaseException], ...] = (OSError, httpx.HTTPError)) -> None:
+    """Poll ``check`` (bounded) until it returns something true; a ``check`` that raises one of
+    ``not_yet`` (nothing listens yet) counts as false. When ``process`` exits first, fail at once
+    with its exit code and ``log()``. ``what`` names the process in both failures."""
+
+    def serving() -> object:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}:\n{log()}")
+        try:
+            return check()
+        except not_yet:
+            return False
+
+    wait_until(serving, timeout, interval, what=f"{what} answering")
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of that id still exists (a zombie not yet waited for counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port`` (raises OSError if not)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
 
 
 def spawn(name: str, args: list[str], env: dict, log_dir: str, port: int | None = None) -> Service:
@@ -49,17 +90,9 @@ def spawn(name: str, args: list[str], env: dict, log_dir: str, port: int | None 
 
 def wait_until_ok(service: Service, path: str = "/health", timeout: float = 30.0) -> None:
     """Poll `path` until it answers 200; fail with the process log if it exits or times out."""
-
-    def answers() -> bool:
-        if service.process.poll() is not None:
-            raise RuntimeError(f"{service.name} exited with {service.process.returncode}:\n{service.log()}")
-        try:
-            return httpx.get(service.url + path, timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_until(answers, timeout, what=f"{service.name} answering 200 on {path}")
+        wait_serving(service.process, lambda: httpx.get(service.url + path, timeout=1.0).status_code == 200,
+                     timeout, service.name, service.log)
     except AssertionError:
         service.stop()
         raise TimeoutError(f"{service.name} did not answer 200 on {path} within {timeout}s:\n{service.log()}") from None

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kaos.local.ports import free_port
-from tests.support.polling import wait_until
+from tests.support.processes import stop_process, wait_serving
 
 REDIS_SERVER = "redis-server"
 
@@ -46,31 +46,21 @@ class RedisServer:
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
-        wait_until(self._answers, 15, what=f"redis-server answering on port {self.port}")
+        wait_serving(self.process, self._pong, 15, f"redis-server on port {self.port}", self.log)
         return self
 
-    def _answers(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"redis-server exited with {self.process.returncode}: {self.log()}")
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+    def _pong(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
 
     def log(self) -> str:
         path = self.folder / "redis.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_process(self.process)
         self.process = None
 
     def command(self, *args: str) -> str:
