@@ -16,7 +16,7 @@ import uvicorn
 from kaos.local.ports import free_port
 from kaos.local.server import App, guarded
 from kaos.routes import MODELAPI_MAX_BODY_BYTES, MODELAPI_SERVING_PATHS, modelapi_serves
-from tests.local.test_controlplane import MODELAPI, control, phase  # noqa: F401 (fixture)
+from tests.local.test_controlplane import MODELAPI, phase
 from tests.support.polling import eventually
 
 ADMIN_PATHS = ["/key/generate", "/key/list", "/user/new", "/config/update", "/debug/asyncio-tasks", "/spend/logs",

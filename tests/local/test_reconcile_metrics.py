@@ -6,7 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kaos.local.server import App
 from kaos.metrics import reconciled, started
-from tests.local.test_controlplane import MODELAPI, agent, control, phase  # noqa: F401 (fixture)
+from tests.local.test_controlplane import MODELAPI, agent, phase
 from tests.support.polling import eventually
 
 
