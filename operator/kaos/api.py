@@ -1,4 +1,5 @@
-"""The KAOS API: its group and version, its kinds and every name a kind goes by.
+"""The KAOS API: its group and version, its kinds and every name a kind goes by, and the key of a
+Secret as a spec names one.
 
 The one place these are written in Python. The CRDs in charts/kaos/files/crds state the same for
 the API server (tests/reconcile/test_api.py holds the two together); the CRD loader, the
@@ -8,7 +9,8 @@ operator, the local control plane, the CLI and the tests take them from here.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, Mapping, NamedTuple
 
 GROUP = "kaos.tools"
 VERSION = "v1alpha1"
@@ -105,6 +107,20 @@ class NameLimit(NamedTuple):
 
     max: int
     place: str
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    """A key of a Secret in the resource's namespace: a Trigger's webhook and credentials
+    (secretRef), a MemoryStore's connectionSecretRef."""
+
+    name: str
+    key: str
+
+
+def secret_key(ref: Mapping[str, Any] | None) -> SecretKey | None:
+    """The SecretKey a validated spec's ``{name, key}`` names; None for none."""
+    return SecretKey(ref["name"], ref["key"]) if ref else None
 
 
 def name_limit(kind: str) -> NameLimit:

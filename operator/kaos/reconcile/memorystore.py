@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kaos.api import MEMORYSTORE, MODELAPI, label_problem, name_problems
+from kaos.api import MEMORYSTORE, MODELAPI, SecretKey, label_problem, name_problems, secret_key
 from kaos.reconcile.endpoints import EndpointOf, endpoint
 from kaos.reconcile.refs import Ref, dependencies, ref_of
 
@@ -29,12 +29,6 @@ DEGRADED_CONDITION = "MemoryDegraded"
 
 class MemoryStoreSpecError(ValueError):
     """A MemoryStore that cannot be used as written; the message names the field."""
-
-
-@dataclass(frozen=True)
-class SecretKey:
-    name: str
-    key: str
 
 
 @dataclass(frozen=True)
@@ -81,7 +75,7 @@ def memory_store_spec(resource: Mapping[str, Any]) -> MemoryStoreSpec:
         name=ref.name,
         storage=kind,
         url=external.get("url") or "" if kind == EXTERNAL else "",
-        secret=SecretKey(secret["name"], secret["key"]) if kind == EXTERNAL and secret else None,
+        secret=secret_key(secret) if kind == EXTERNAL else None,
         embedding=_model_ref(models.get("embedding"), "spec.models.embedding"),
         summarization=_model_ref(models["summarization"], "spec.models.summarization")
         if models.get("summarization") else None,

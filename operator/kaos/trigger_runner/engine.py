@@ -25,13 +25,13 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import httpx
 
-from kaos.api import AGENT
+from kaos.api import AGENT, SecretKey
 from kaos.backoff import exponential
 from kaos.reconcile import Ref, ref_of
 from kaos.trigger_runner.executor import Result, execute
 from kaos.triggers.message import render
 from kaos.triggers.runs import FAILED, MANUAL, SCHEDULE, WEBHOOK, Run, RunBook, parse_time
-from kaos.triggers.spec import SecretRef, TriggerSpec, TriggerSpecError, trigger_spec
+from kaos.triggers.spec import TriggerSpec, TriggerSpecError, trigger_spec
 from kaos.triggers.status import agent_problem, trigger_status
 from kaos.triggers.tick import schedule_tick
 from kaos.triggers.webhook import NOT_SIGNED, Answer, WebhookCall, answer, malformed, refusal
@@ -271,7 +271,7 @@ class TriggerEngine:
         return await execute(self.client, endpoint, spec.name, run, message, spec.limits,
                              credential=credential, clock=self.clock)
 
-    async def _credential(self, namespace: str, ref: SecretRef) -> tuple[str | None, str | None]:
+    async def _credential(self, namespace: str, ref: SecretKey) -> tuple[str | None, str | None]:
         """The bearer token of spec.credentials, or why it cannot be sent (never the token itself)."""
         where = f"spec.credentials.secretKeyRef (Secret {ref.name}, key {ref.key})"
         try:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from kaos.api import SecretKey, secret_key
 from kaos.triggers.message import MessageError, check
 from kaos.triggers.runs import DEFAULT_HISTORY_LIMIT, DEFAULT_MAX_CONCURRENT_RUNS, FORBID, NEW_SESSION
 from kaos.triggers.schedule import Schedule, ScheduleError
@@ -26,12 +27,6 @@ DEFAULT_STARTING_DEADLINE_SECONDS = 3600
 
 class TriggerSpecError(ValueError):
     """A Trigger that cannot run as written; the message names the field."""
-
-
-@dataclass(frozen=True)
-class SecretRef:
-    name: str
-    key: str
 
 
 @dataclass(frozen=True)
@@ -48,9 +43,9 @@ class TriggerSpec:
     agent: str
     message: str
     schedule: Schedule | None
-    webhook: SecretRef | None
+    webhook: SecretKey | None
     session: str = NEW_SESSION
-    credentials: SecretRef | None = None  # the bearer token runs send, for an agent with spec.auth
+    credentials: SecretKey | None = None  # the bearer token runs send, for an agent with spec.auth
     concurrency: str = FORBID
     suspend: bool = False
     limits: Limits = Limits()
@@ -80,8 +75,8 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
             schedule = Schedule(spec["schedule"], spec.get("timeZone") or "UTC")
         except ScheduleError as error:
             raise TriggerSpecError(str(error)) from None
-    webhook = _secret_ref(spec.get("webhook"))
-    credentials = _secret_ref(spec.get("credentials"), "secretKeyRef")
+    webhook = secret_key((spec.get("webhook") or {}).get("secretRef"))
+    credentials = secret_key((spec.get("credentials") or {}).get("secretKeyRef"))
     try:
         check(spec["message"])
     except MessageError as error:
@@ -109,7 +104,3 @@ def trigger_spec(resource: Mapping[str, Any]) -> TriggerSpec:
         starting_deadline=float(spec.get("startingDeadlineSeconds") or DEFAULT_STARTING_DEADLINE_SECONDS),
     )
 
-
-def _secret_ref(field: Mapping[str, Any] | None, key: str = "secretRef") -> SecretRef | None:
-    ref = (field or {}).get(key)
-    return SecretRef(ref["name"], ref["key"]) if ref else None
