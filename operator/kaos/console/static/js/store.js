@@ -30,6 +30,21 @@ export function subscribe(listener) {
   return () => listeners.delete(listener);
 }
 
+// render(item, state) now (when loaded) and whenever the resource's status, health or spec change,
+// or what also(state) returns; item is undefined while the resource is not in the list. Returns the
+// unsubscribe function.
+export function watch(kind, namespace, name, render, also = () => null) {
+  let last = '';
+  return subscribe((current) => {
+    if (!current.loaded) return;
+    const item = find(kind, namespace, name);
+    const signature = JSON.stringify([item?.status, item?.health, item?.spec, also(current)]);
+    if (signature === last) return;
+    last = signature;
+    render(item, current);
+  });
+}
+
 export function key(item) {
   return `${item.kind}/${item.metadata?.namespace || 'default'}/${item.metadata?.name}`;
 }

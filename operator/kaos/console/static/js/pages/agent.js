@@ -183,13 +183,7 @@ export function render(main, namespace, name) {
         h('p', { class: 'hint' }, 'Answers stream in as the agent writes them; the steps (tool calls, delegations, errors) come from its memory.'),
         log, form)));
 
-  let lastStatus = '';
-  const unsubscribe = store.subscribe((state) => {
-    if (!state.loaded) return;
-    const item = store.find('Agent', namespace, name);
-    const signature = JSON.stringify([item?.status, item?.health, item?.spec]);
-    if (signature === lastStatus) return;
-    lastStatus = signature;
+  const unsubscribe = store.watch('Agent', namespace, name, (item) => {
     replace(status, statusBlock(item));
     spec.textContent = item ? pretty(item.spec || {}) : '';
   });

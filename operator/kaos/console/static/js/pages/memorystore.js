@@ -20,15 +20,10 @@ export function render(main, namespace, name) {
     h('section', { class: 'panel', 'aria-labelledby': 'store-status' }, h('h2', { id: 'store-status' }, 'Status'), facts),
     h('section', { class: 'panel', 'aria-labelledby': 'store-agents' }, h('h2', { id: 'store-agents' }, 'Agents using it'), agents));
 
-  let last = '';
-  const unsubscribe = store.subscribe((state) => {
-    if (!state.loaded) return;
-    const item = store.find('MemoryStore', namespace, name);
-    const users = state.items.filter((other) => other.kind === 'Agent' && (other.metadata?.namespace || 'default') === namespace
-      && other.spec?.memory?.store === name);
-    const signature = JSON.stringify([item?.status, item?.health, item?.spec, users.map(store.key)]);
-    if (signature === last) return;
-    last = signature;
+  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
+    && (other.metadata?.namespace || 'default') === namespace && other.spec?.memory?.store === name);
+  const unsubscribe = store.watch('MemoryStore', namespace, name, (item, state) => {
+    const users = usersOf(state);
     if (!item) { replace(facts, h('p', { class: 'error' }, 'This memory store is not in the resource list.')); replace(agents); return; }
     const spec = item.spec || {};
     const status = item.status || {};
@@ -60,6 +55,6 @@ export function render(main, namespace, name) {
           h('a', { href: `#/long-term/${path}` }, 'its long-term memories'));
       }))
       : h('p', { class: 'muted' }, 'No agent names this store (spec.memory.store).'));
-  });
+  }, (state) => usersOf(state).map(store.key));
   return () => unsubscribe();
 }

@@ -63,13 +63,7 @@ export function render(main, namespace, name) {
       h('section', { class: 'panel', 'aria-labelledby': 'try' }, h('h2', { id: 'try' }, 'Test prompt'),
         h('p', { class: 'hint' }, 'One message, straight to the model API (no agent in between).'), form, result)));
 
-  let lastStatus = '';
-  const unsubscribe = store.subscribe((state) => {
-    if (!state.loaded) return;
-    const item = store.find('ModelAPI', namespace, name);
-    const signature = JSON.stringify([item?.status, item?.health, item?.spec]);
-    if (signature === lastStatus) return;
-    lastStatus = signature;
+  const unsubscribe = store.watch('ModelAPI', namespace, name, (item, state) => {
     if (!item) { replace(status, h('p', { class: 'error' }, 'This model API is not in the resource list.')); return; }
     const users = state.items.filter((other) => other.kind === 'Agent' && (other.metadata.namespace || 'default') === namespace
       && other.spec?.modelAPI === name);

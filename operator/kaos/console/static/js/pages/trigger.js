@@ -31,13 +31,7 @@ export function render(main, namespace, name) {
     h('section', { class: 'panel', 'aria-labelledby': 'trigger-status' }, h('h2', { id: 'trigger-status' }, 'Status'), facts),
     h('section', { class: 'panel', 'aria-labelledby': 'trigger-runs' }, h('h2', { id: 'trigger-runs' }, 'Runs'), runs));
 
-  let last = '';
-  const unsubscribe = store.subscribe((state) => {
-    if (!state.loaded) return;
-    const item = store.find('Trigger', namespace, name);
-    const signature = JSON.stringify([item?.status, item?.health, item?.spec]);
-    if (signature === last) return;
-    last = signature;
+  const unsubscribe = store.watch('Trigger', namespace, name, (item) => {
     if (!item) { replace(facts, h('p', { class: 'error' }, 'This trigger is not in the resource list.')); replace(runs); return; }
     const spec = item.spec || {};
     const status = item.status || {};
