@@ -71,22 +71,18 @@ export function render(main, namespace, name) {
       h('section', { class: 'panel', 'aria-labelledby': 'tools' }, h('h2', { id: 'tools' }, 'Tools'), status, tools),
       h('section', { class: 'panel', 'aria-labelledby': 'call' }, h('h2', { id: 'call' }, 'Call a tool'), form, result)));
 
-  let lastStatus = '';
-  const unsubscribe = store.subscribe((state) => {
-    if (!state.loaded) return;
-    const item = store.find('MCPServer', namespace, name);
-    const signature = JSON.stringify([item?.status, item?.health]);
-    if (signature === lastStatus) return;
-    lastStatus = signature;
+  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
+    && (other.metadata.namespace || 'default') === namespace && (other.spec?.mcpServers || []).includes(name))
+    .map((other) => other.metadata.name);
+  const unsubscribe = store.watch('MCPServer', namespace, name, (item, state) => {
     if (!item) { replace(status, h('p', { class: 'error' }, 'This MCP server is not in the resource list.')); return; }
-    const users = state.items.filter((other) => other.kind === 'Agent' && (other.metadata.namespace || 'default') === namespace
-      && (other.spec?.mcpServers || []).includes(name)).map((other) => other.metadata.name);
+    const users = usersOf(state);
     replace(status, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', {}, badge(item.health), ' ', h('span', { class: 'muted' }, item.health?.state === 'ready' ? '' : (item.health?.detail || ''))),
       h('dt', {}, 'Runtime'), h('dd', {}, item.spec?.url ? `external: ${item.spec.url}` : item.spec?.runtime),
       h('dt', {}, 'Endpoint'), h('dd', { class: 'mono' }, item.status?.endpoint || '—'),
       h('dt', {}, 'Used by'), h('dd', {}, users.length ? users.flatMap((u, i) => [i ? ', ' : '', h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(u)}` }, u)]) : 'no agent')));
-  });
+  }, usersOf);
 
   client.listTools().then((list) => {
     if (stopped) return;

@@ -63,10 +63,11 @@ export function render(main, namespace, name) {
       h('section', { class: 'panel', 'aria-labelledby': 'try' }, h('h2', { id: 'try' }, 'Test prompt'),
         h('p', { class: 'hint' }, 'One message, straight to the model API (no agent in between).'), form, result)));
 
+  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
+    && (other.metadata.namespace || 'default') === namespace && other.spec?.modelAPI === name);
   const unsubscribe = store.watch('ModelAPI', namespace, name, (item, state) => {
     if (!item) { replace(status, h('p', { class: 'error' }, 'This model API is not in the resource list.')); return; }
-    const users = state.items.filter((other) => other.kind === 'Agent' && (other.metadata.namespace || 'default') === namespace
-      && other.spec?.modelAPI === name);
+    const users = usersOf(state);
     replace(status, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', {}, badge(item.health), ' ', h('span', { class: 'muted' }, item.health?.state === 'ready' ? '' : (item.health?.detail || ''))),
       h('dt', {}, 'Mode'), h('dd', {}, item.spec?.mode),
@@ -76,7 +77,7 @@ export function render(main, namespace, name) {
         h('a', { href: `#/agent/${encodeURIComponent(namespace)}/${encodeURIComponent(u.metadata.name)}` }, `${u.metadata.name} (${u.spec?.model || 'default model'})`)]) : 'no agent')),
     h('details', {}, h('summary', {}, 'Spec'), h('pre', {}, pretty(item.spec || {}))));
     if (!offered.length) setModels(specModels(item));
-  });
+  }, (state) => usersOf(state).map((user) => [user.metadata.name, user.spec?.model]));
 
   getJSON(workloadPath('ModelAPI', namespace, name, '/v1/models'), `The model list of ${name}`, { signal: controller.signal })
     .then((payload) => {
