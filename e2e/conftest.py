@@ -38,7 +38,7 @@ from kaos.api import API_VERSION, CHART_OF, KIND_OF_CHART, SEGMENT_OF  # noqa: E
 from kaos.cli.client import Client, spawn_control_plane, stop_control_plane  # noqa: E402
 from kaos.local.ports import free_port  # noqa: E402
 from tests.support.polling import eventually, wait_until  # noqa: E402
-from tests.support.processes import listening, stop_process, wait_serving  # noqa: E402
+from tests.support.processes import kubectl_port_forward, listening, stop_process, wait_serving  # noqa: E402
 
 SHARED_MODELAPI = "e2e-llm"
 NARROW_MODELAPI = "e2e-narrow"
@@ -563,12 +563,11 @@ def port_forward(namespace: str, service_name: str, local_port: int, remote_port
     forwarder to the workload's process (``service_name`` is its Deployment's name, the only port
     it has stands in for ``remote_port``); against a cluster ``kubectl port-forward svc/...``."""
     if BACKEND == "cluster":
-        argv = ["kubectl", "port-forward", f"svc/{service_name}", f"{local_port}:{remote_port}", "-n", namespace]
-    else:
-        row = wait_until(lambda: backend().deployment(namespace, service_name), 60, interval=0.2,
-                         what=f"a local workload {namespace}/{service_name}")
-        argv = [sys.executable, "-m", "e2e.port_forward", str(local_port), str(row["port"])]
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return kubectl_port_forward(namespace, service_name, local_port, remote_port)
+    row = wait_until(lambda: backend().deployment(namespace, service_name), 60, interval=0.2,
+                     what=f"a local workload {namespace}/{service_name}")
+    process = subprocess.Popen([sys.executable, "-m", "e2e.port_forward", str(local_port), str(row["port"])],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_serving(process, lambda: listening(local_port), 30, f"the port-forward on {local_port} to {namespace}/{service_name}")
     return process
 

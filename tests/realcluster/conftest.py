@@ -23,7 +23,7 @@ import yaml
 
 from kaos.local.ports import free_port
 from tests.support.polling import wait_until
-from tests.support.processes import listening, stop_process, wait_serving
+from tests.support.processes import kubectl_port_forward, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,12 +76,8 @@ class RealCluster:
         """``kubectl port-forward`` from a free port of 127.0.0.1 to ``port`` of a Service while
         the block runs; the local port."""
         local = free_port()
-        process = subprocess.Popen(["kubectl", "--kubeconfig", self.kubeconfig, "port-forward", "--address", "127.0.0.1",
-                                    "-n", namespace, f"svc/{service}", f"{local}:{port}"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        process = kubectl_port_forward(namespace, service, local, port, self.kubeconfig)
         try:
-            wait_serving(process, lambda: listening(local), 30, f"kubectl port-forward to {namespace}/{service}:{port}",
-                         process.stderr.read, interval=0.1)
             yield local
         finally:
             stop_process(process)

@@ -104,3 +104,18 @@ def wait_for_exit(service: Service, timeout: float = 30.0) -> int:
     except subprocess.TimeoutExpired:
         service.stop()
         raise
+
+
+def kubectl_port_forward(namespace: str, service: str, local_port: int, remote_port: int,
+                         kubeconfig: str | None = None) -> subprocess.Popen:
+    """``kubectl port-forward`` from ``127.0.0.1:local_port`` to a Service's ``remote_port``, once it
+    listens (the kubeconfig: ``kubeconfig``, else kubectl's own); stop it with ``stop_process``.
+    Its output is not kept: a pipe nobody reads would stall it once full."""
+    config = ["--kubeconfig", kubeconfig] if kubeconfig else []
+    process = subprocess.Popen(["kubectl", *config, "port-forward", "--address", "127.0.0.1", "-n", namespace,
+                                f"svc/{service}", f"{local_port}:{remote_port}"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_serving(process, lambda: listening(local_port), 30,
+                 f"kubectl port-forward on {local_port} to {namespace}/{service}:{remote_port}")
+    return process
+
