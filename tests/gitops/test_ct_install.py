@@ -44,19 +44,22 @@ def start_ct_install(plane: ControlPlane, chart: str, log: Path, *args: str) -> 
 @pytest.fixture(scope="module")
 def installs(gitops_cluster, tmp_path_factory):
     """The four ct installs at once (each waits on helm and on namespace deletion, most of its time):
-    chart -> (process, log). The platform chart's with crds.keep=false, so that uninstalling one
-    installation takes its CRDs along and the next can own them; the namespaces its ci/ values
-    name exist first, as a platform team creates them."""
+    chart -> (process, log). The platform chart's with crds.enabled=false and the CRDs applied
+    first, as a cluster with several platform releases has them: one values file's release cannot
+    own them, and a CRD still Terminating after one uninstall cannot fail the next install (helm's
+    uninstall gives up on a Terminating CRD at once). The namespaces its ci/ values name exist
+    first, as a platform team creates them."""
     plane = gitops_cluster
     plane.install_gateway_api()  # the ci/ values with gateway.enabled render HTTPRoutes and a Gateway
     remove_platform(plane)
     for namespace in PLATFORM_NAMESPACES:
         if plane.get(f"/api/v1/namespaces/{namespace}") is None:
             plane.kubectl("create", "namespace", namespace)
+    plane.kubectl("apply", "--server-side", "-f", str(ROOT / "charts" / "kaos" / "files" / "crds"))
     logs = tmp_path_factory.mktemp("ct-install")
     started = {chart: (start_ct_install(plane, chart, logs / f"{chart}.log"), logs / f"{chart}.log")
                for chart in WORKLOAD_CHARTS}
-    started["kaos"] = (start_ct_install(plane, "kaos", logs / "kaos.log", "--helm-extra-set-args=--set=crds.keep=false"),
+    started["kaos"] = (start_ct_install(plane, "kaos", logs / "kaos.log", "--helm-extra-set-args=--set=crds.enabled=false"),
                        logs / "kaos.log")
     try:
         yield started
