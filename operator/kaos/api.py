@@ -123,6 +123,12 @@ def secret_key(ref: Mapping[str, Any] | None) -> SecretKey | None:
     return SecretKey(ref["name"], ref["key"]) if ref else None
 
 
+def namespace_of(metadata: Mapping[str, Any]) -> str:
+    """The namespace of a resource's metadata (or of a request naming one): none, or "", is
+    ``default``, as the API server has it for a namespaced kind."""
+    return metadata.get("namespace") or DEFAULT_NAMESPACE
+
+
 def name_limit(kind: str) -> NameLimit:
     """The one rule on resource names, for the CRD validation, the reconcile core and the
     charts (scripts/generate writes it into kaos-common): every place a name goes must fit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kaos.api import namespace_of
 from kaos.routes import gateway_path
 
 KIND_COLUMN = {"Agent": "MODEL", "ModelAPI": "MODELS", "MCPServer": "RUNTIME"}
@@ -44,7 +45,7 @@ def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
     for resource in resources:
         spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
         history = status.get("history") or []
-        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row = [namespace_of(metadata)] if show_namespace else []
         row += [
             metadata.get("name", ""),
             spec.get("agent", ""),
@@ -65,7 +66,7 @@ def memory_store_table(resources: list[dict], show_namespace: bool = False) -> s
     for resource in resources:
         spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
         embedding = (spec.get("models") or {}).get("embedding") or {}
-        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row = [namespace_of(metadata)] if show_namespace else []
         row += [metadata.get("name", ""), (spec.get("storage") or {}).get("type") or "local", spec.get("scope") or "user",
                 f"{embedding.get('modelAPI', '')}/{embedding.get('model', '')}", status.get("phase") or "Pending",
                 status.get("message") or "-"]
@@ -87,7 +88,7 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
     for resource in resources:
         status = resource.get("status") or {}
         metadata = resource.get("metadata") or {}
-        row = [metadata.get("namespace", "default")] if show_namespace else []
+        row = [namespace_of(metadata)] if show_namespace else []
         row += [
             metadata.get("name", ""),
             model_column(resource) or "-",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from kaos.api import KIND_ALIASES
+from kaos.api import KIND_ALIASES, namespace_of
 from kaos.cli import display
 from kaos.cli.client import Client
 from kaos.cli.context import UsageError, check_names, control_plane, current_settings
@@ -42,7 +42,7 @@ def cmd_delete(args) -> int:
             metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
             if not document.get("kind") or not metadata.get("name"):
                 raise UsageError(f"{source}: a manifest without kind or metadata.name cannot be deleted")
-            targets.append((document["kind"], metadata.get("namespace") or "default", metadata["name"]))
+            targets.append((document["kind"], namespace_of(metadata), metadata["name"]))
     elif args.kind and args.name:
         kind = KIND_ALIASES.get(args.kind.lower())
         if kind is None:

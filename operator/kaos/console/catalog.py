@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from typing import Any, Awaitable, Callable, Protocol
 
-from kaos.api import MEMORYSTORE, SERVED_KINDS, TRIGGER
+from kaos.api import MEMORYSTORE, SERVED_KINDS, TRIGGER, namespace_of
 
 # What the console makes of a resource's status (the front end colours by it).
 READY, STARTING, WAITING, DOWN, FAILED = "ready", "starting", "waiting", "down", "failed"
@@ -44,7 +44,7 @@ class LocalCatalog:
 
 def key_of(resource: dict) -> tuple[str, str, str]:
     metadata = resource.get("metadata") or {}
-    return resource.get("kind", ""), metadata.get("namespace") or "default", metadata.get("name", "")
+    return resource.get("kind", ""), namespace_of(metadata), metadata.get("name", "")
 
 
 def sort_resources(items: list[dict]) -> list[dict]:

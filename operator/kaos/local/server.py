@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 
-from kaos.api import KIND_ALIASES, SERVED_KINDS
+from kaos.api import KIND_ALIASES, SERVED_KINDS, namespace_of
 from kaos.console import Console, LocalCatalog
 from kaos.console.signin import SignIn, SignInConfig
 from kaos.local.controlplane import ControlPlane
@@ -125,7 +125,7 @@ class App:
             kind = KIND_ALIASES.get(str(body.get("kind", "")).lower(), body.get("kind"))
             if kind not in (*SERVED_KINDS, *CORE_KINDS):
                 return 400, {"error": f"unknown kind {body.get('kind')!r}; use agent, modelapi, mcpserver or trigger"}
-            ref = Ref(kind, body.get("namespace") or "default", body.get("name", ""))
+            ref = Ref(kind, namespace_of(body), body.get("name", ""))
             if control.delete(ref):
                 return 200, {"deleted": resource_summary_of(ref)}
             return 404, {"error": f"{kind} {ref.name!r} not found in namespace {ref.namespace!r}"}
@@ -135,7 +135,7 @@ class App:
         if (method, action) == ("GET", "deployments"):
             return 200, {"items": control.deployments()}
         if (method, action) == ("POST", "trigger-run"):
-            answer = await control.run_trigger(body.get("namespace") or "default", str(body.get("name", "")))
+            answer = await control.run_trigger(namespace_of(body), str(body.get("name", "")))
             if answer.status >= 400:
                 return answer.status, {"error": answer.body.get("detail", "the run did not start")}
             return 200, answer.body

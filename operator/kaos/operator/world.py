@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from kaos.api import AGENT, KIND_OF_CHART, MCPSERVER, MEMORYSTORE, MODELAPI, resource_label
+from kaos.api import AGENT, KIND_OF_CHART, MCPSERVER, MEMORYSTORE, MODELAPI, namespace_of, resource_label
 from kaos.reconcile import Ref
 
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -39,7 +39,7 @@ def deployment_key(body: Mapping[str, Any]) -> Ref | None:
     name = labels.get(resource_label(chart)) if chart else None
     if kind is None or not name:
         return None
-    return Ref(kind, metadata.get("namespace") or "default", name)
+    return Ref(kind, namespace_of(metadata), name)
 
 
 def replica_counts(body: Mapping[str, Any]) -> tuple[int, int]:

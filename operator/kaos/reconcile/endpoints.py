@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from kaos.api import namespace_of
 from kaos.reconcile.hosted import OLLAMA
 from kaos.reconcile.refs import CHART_OF, MCPSERVER, MODELAPI, Ref
 from kaos.reconcile.specs import exposed, mcpserver_spec, modelapi_spec
@@ -65,7 +66,7 @@ def endpoint(resource: Mapping[str, Any], settings, endpoint_of: EndpointOf) -> 
     """What status.endpoint says: a base URL, or the full MCP URL for an MCPServer."""
     kind = resource["kind"]
     metadata = resource.get("metadata") or {}
-    namespace, name = metadata.get("namespace") or "default", metadata["name"]
+    namespace, name = namespace_of(metadata), metadata["name"]
     if kind == MCPSERVER:
         if url := mcpserver_spec(resource).url:
             return url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MEMORYSTORE, MODELAPI, TRIGGER
+from kaos.api import AGENT, CHART_OF, KINDS, MCPSERVER, MEMORYSTORE, MODELAPI, TRIGGER, namespace_of
 from kaos.reconcile.specs import AgentSpec, agent_spec, is_url
 
 __all__ = [
@@ -24,7 +24,7 @@ class Ref(NamedTuple):
 
 def ref_of(resource: Mapping[str, Any]) -> Ref:
     metadata = resource.get("metadata") or {}
-    return Ref(resource["kind"], metadata.get("namespace") or "default", metadata["name"])
+    return Ref(resource["kind"], namespace_of(metadata), metadata["name"])
 
 
 def release_name(kind: str, name: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from kaos.api import AGENT
+from kaos.api import AGENT, namespace_of
 from kaos.reconcile.approval_entries import approval_entry
 from kaos.reconcile.hosted import engine
 
@@ -268,7 +268,7 @@ def is_url(entry: str) -> bool:
 
 def _named(resource: Mapping[str, Any]) -> tuple[str, str]:
     metadata = resource.get("metadata") or {}
-    return metadata.get("namespace") or "default", metadata["name"]
+    return namespace_of(metadata), metadata["name"]
 
 
 def _model(model: str | None, env: list[Mapping[str, Any]]) -> tuple[bool, str]:
