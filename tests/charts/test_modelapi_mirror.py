@@ -45,9 +45,8 @@ pytestmark = pytest.mark.skipif(not OLLAMA or not GGUF, reason="needs Ollama (sc
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    started = Registry(tmp_path_factory.mktemp("mirror")).start()
-    yield started
-    started.stop()
+    with Registry(tmp_path_factory.mktemp("mirror")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

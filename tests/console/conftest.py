@@ -161,15 +161,15 @@ def opened_page(browser, base_url: str):
     assert not errors, f"JavaScript errors in the console: {errors}"
 
 
-@pytest.fixture
-def page(browser, kaos_up):
-    with opened_page(browser, kaos_up.url) as page:
-        yield page
+@pytest.fixture(scope="module")
+def console(kaos_up):
+    """The console ``page`` opens: (its URL, the stand-in behind its proxy routes). This one is
+    `kaos up`'s, with real workloads; a test module that serves its own overrides it."""
+    return kaos_up.url, None
 
 
 @pytest.fixture
-def console_page(browser, console):
-    """A page of the test module's own served console (its ``console`` fixture: url, proxy)."""
+def page(browser, console):
     with opened_page(browser, console[0]) as page:
         yield page
 

@@ -76,11 +76,6 @@ def console():
         yield served
 
 
-@pytest.fixture
-def page(console_page):
-    return console_page
-
-
 def test_the_overview_lists_a_degraded_store(page, screenshots):
     state, cells = overview_row(page, "MemoryStore/team/facts")
     assert state == "down"

@@ -60,11 +60,6 @@ def console():
         yield served
 
 
-@pytest.fixture
-def page(console_page):
-    return console_page
-
-
 def test_the_overview_lists_a_trigger_with_its_schedule_and_last_outcome(page, screenshots):
     state, cells = overview_row(page, "Trigger/team/nightly")
     assert state == "ready"

@@ -26,9 +26,8 @@ def gitops_cluster(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def registry(tmp_path_factory):
-    started = Registry(tmp_path_factory.mktemp("registry")).start()
-    yield started
-    started.stop()
+    with Registry(tmp_path_factory.mktemp("registry")) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

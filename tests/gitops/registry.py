@@ -1,5 +1,6 @@
 """A local OCI registry for a test: go-containerregistry's ``crane registry serve`` (built by
-scripts/setup-gitops) on a free loopback port, blobs in a temp folder, stopped at the end."""
+scripts/setup-gitops) on a free loopback port, blobs in a temp folder, stopped at the end
+(``with Registry(folder) as registry``)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,9 @@ class Registry:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
+
+    def __enter__(self) -> "Registry":
+        return self.start()
+
+    def __exit__(self, *_) -> None:
+        self.stop()

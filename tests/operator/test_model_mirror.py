@@ -12,11 +12,10 @@ MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
 
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
-    registry = Registry(tmp_path / "mirror").start()
-    monkeypatch.setenv("KAOS_HOSTED_REGISTRY", f"oci://{registry.host}/models")
-    monkeypatch.setenv("KAOS_HOSTED_REGISTRY_INSECURE", "true")
-    yield registry
-    registry.stop()
+    with Registry(tmp_path / "mirror") as registry:
+        monkeypatch.setenv("KAOS_HOSTED_REGISTRY", f"oci://{registry.host}/models")
+        monkeypatch.setenv("KAOS_HOSTED_REGISTRY_INSECURE", "true")
+        yield registry
 
 
 def publish_empty_model(registry: Registry, model: str, tag: str) -> None:

@@ -22,7 +22,7 @@ import httpx
 from kaos.api import AGENT
 from kaos.cli.client import ControlPlaneError, answer_detail
 from kaos.cli.context import UsageError, check_names, control_plane, token
-from kaos.cli.display import aligned
+from kaos.cli.display import namespaced
 from kaos.routes import gateway_path
 
 
@@ -160,9 +160,7 @@ def table(held: list[Held], now: datetime, show_namespace: bool = False) -> str:
     """ID, AGENT, TOOL, ARGUMENTS, SESSION, STATUS, and the time left (pending) or who decided."""
     if not held:
         return "No approvals found."
-    header = (["NAMESPACE"] if show_namespace else []) + [
-        "ID", "AGENT", "TOOL", "ARGUMENTS", "SESSION", "STATUS", "LEFT / DECIDED BY"]
-    rows = [header]
+    rows = []
     for h in held:
         approval = h.approval
         status = approval.get("status") or "pending"
@@ -172,10 +170,11 @@ def table(held: list[Held], now: datetime, show_namespace: bool = False) -> str:
             reason = f" ({_short(approval['reason'], 40)})" if approval.get("reason") else ""
             when = f"{approval.get('decided_by') or '-'}{reason}"
         agent = h.holder if h.via == h.holder else f"{h.holder} (via {h.via})"
-        rows.append(([h.namespace] if show_namespace else []) + [
+        rows.append((h.namespace, [
             h.id, agent, str(approval.get("tool") or "-"), _short(approval.get("arguments", {}), 40),
-            str(approval.get("session_id") or "-"), status, when])
-    return aligned(rows)
+            str(approval.get("session_id") or "-"), status, when]))
+    return namespaced(["ID", "AGENT", "TOOL", "ARGUMENTS", "SESSION", "STATUS", "LEFT / DECIDED BY"], rows,
+                      show_namespace)
 
 
 # The commands: `kaos approvals list|approve|reject`.

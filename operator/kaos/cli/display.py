@@ -35,18 +35,23 @@ def aligned(rows: list[list[str]]) -> str:
     return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
+def namespaced(header: list[str], rows: list[tuple[str, list[str]]], show_namespace: bool) -> str:
+    """``aligned`` of the header and the rows (namespace, cells), with a NAMESPACE column first when
+    ``show_namespace`` (-A)."""
+    if show_namespace:
+        return aligned([["NAMESPACE", *header], *([namespace, *cells] for namespace, cells in rows)])
+    return aligned([header, *(cells for _, cells in rows)])
+
+
 def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
     """Triggers: NAME, AGENT, SCHEDULE (or webhook), LAST RUN, NEXT RUN, LAST OUTCOME, PHASE."""
     if not resources:
         return "No resources found."
-    header = (["NAMESPACE"] if show_namespace else []) + [
-        "NAME", "AGENT", "SCHEDULE", "LAST RUN", "NEXT RUN", "LAST OUTCOME", "PHASE"]
-    rows = [header]
+    rows = []
     for resource in resources:
         spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
         history = status.get("history") or []
-        row = [namespace_of(metadata)] if show_namespace else []
-        row += [
+        rows.append((namespace_of(metadata), [
             metadata.get("name", ""),
             spec.get("agent", ""),
             f"{spec['schedule']}{' ' + spec['timeZone'] if spec.get('timeZone') else ''}" if spec.get("schedule")
@@ -55,23 +60,22 @@ def trigger_table(resources: list[dict], show_namespace: bool = False) -> str:
             status.get("nextRun") or "-",
             ("Running" if status.get("active") else None) or (history[-1].get("outcome") if history else "-"),
             status.get("phase") or "Pending",
-        ]
-        rows.append(row)
-    return aligned(rows)
+        ]))
+    return namespaced(["NAME", "AGENT", "SCHEDULE", "LAST RUN", "NEXT RUN", "LAST OUTCOME", "PHASE"], rows,
+                      show_namespace)
 
 
 def memory_store_table(resources: list[dict], show_namespace: bool = False) -> str:
     """MemoryStores: NAME, STORAGE, SCOPE, EMBEDDING (modelAPI/model), PHASE, MESSAGE (why Degraded)."""
-    rows = [(["NAMESPACE"] if show_namespace else []) + ["NAME", "STORAGE", "SCOPE", "EMBEDDING", "PHASE", "MESSAGE"]]
+    rows = []
     for resource in resources:
         spec, status, metadata = (resource.get(key) or {} for key in ("spec", "status", "metadata"))
         embedding = (spec.get("models") or {}).get("embedding") or {}
-        row = [namespace_of(metadata)] if show_namespace else []
-        row += [metadata.get("name", ""), (spec.get("storage") or {}).get("type") or "local", spec.get("scope") or "user",
-                f"{embedding.get('modelAPI', '')}/{embedding.get('model', '')}", status.get("phase") or "Pending",
-                status.get("message") or "-"]
-        rows.append(row)
-    return aligned(rows)
+        rows.append((namespace_of(metadata), [
+            metadata.get("name", ""), (spec.get("storage") or {}).get("type") or "local", spec.get("scope") or "user",
+            f"{embedding.get('modelAPI', '')}/{embedding.get('model', '')}", status.get("phase") or "Pending",
+            status.get("message") or "-"]))
+    return namespaced(["NAME", "STORAGE", "SCOPE", "EMBEDDING", "PHASE", "MESSAGE"], rows, show_namespace)
 
 
 def table(resources: list[dict], show_namespace: bool = False) -> str:
@@ -83,21 +87,18 @@ def table(resources: list[dict], show_namespace: bool = False) -> str:
         return trigger_table(resources, show_namespace)
     if kind == "MemoryStore":
         return memory_store_table(resources, show_namespace)
-    header = (["NAMESPACE"] if show_namespace else []) + ["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"]
-    rows = [header]
+    rows = []
     for resource in resources:
         status = resource.get("status") or {}
         metadata = resource.get("metadata") or {}
-        row = [namespace_of(metadata)] if show_namespace else []
-        row += [
+        rows.append((namespace_of(metadata), [
             metadata.get("name", ""),
             model_column(resource) or "-",
             "true" if status.get("ready") else "false",
             status.get("phase") or "Pending",
             status.get("endpoint") or "-",
-        ]
-        rows.append(row)
-    return aligned(rows)
+        ]))
+    return namespaced(["NAME", KIND_COLUMN.get(kind, "MODEL"), "READY", "PHASE", "ENDPOINT"], rows, show_namespace)
 
 
 def progress_line(resource: dict) -> str:

@@ -28,7 +28,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..core.forwarding import Forwarding
+from ..core.forwarding import Forwarding, StreamUsage
 from ..core.principal import ANONYMOUS
 from ..core.settings import BudgetSettings
 from .counts import LocalCounts, RedisCounts
@@ -184,15 +184,13 @@ class BudgetedModel(Forwarding):
 
     async def stream(self, *args, **kwargs):
         await self._budget.before_call()
-        usage = None
+        seen = StreamUsage(self._inner.stream, *args, **kwargs)
         try:
-            async with aclosing(self._inner.stream(*args, **kwargs)) as deltas:
+            async with aclosing(seen.deltas()) as deltas:
                 async for delta in deltas:
-                    if delta.usage:
-                        usage = delta.usage
                     yield delta
         finally:
-            await asyncio.shield(self._budget.spend(usage))
+            await asyncio.shield(self._budget.spend(seen.usage))
 
 
 def create_budget(settings: BudgetSettings, agent: str, memory_settings, on_reject=None, memory=None) -> Budget:

@@ -28,7 +28,7 @@ from ..core.errors import describe
 from ..core.settings import McpServer
 from .connect_retry import RETRY_DELAYS, retry_unsent
 from .mcp_identity import identity_headers
-from .refresh import Refresher
+from .refresh import Discovery
 
 log = logging.getLogger("kaos_runtime.mcp")
 
@@ -268,17 +268,17 @@ class McpConnection:
         return result_text(result), bool(result.is_error)
 
 
-class ToolCatalog:
+class ToolCatalog(Discovery):
     """The tools of every configured MCP server, discovered at startup and again lazily."""
 
     def __init__(self, servers: tuple[McpServer, ...], timeout: float) -> None:
+        super().__init__(self._discover)
         self.connections = {server.name: McpConnection(server, timeout) for server in servers}
         self._tools: dict[str, dict] = {}
         self._owner: dict[str, str] = {}
         self._annotations: dict[str, dict] = {}
         self._discovered: set[str] = set()
         self._failures: dict[str, str] = {}  # server -> why its last discovery failed
-        self._refresher = Refresher(self._discover)
 
     @property
     def complete(self) -> bool:
@@ -290,10 +290,6 @@ class ToolCatalog:
     async def discover(self, wait: float | None = None) -> None:
         """List tools on every server not yet discovered; wait at most `wait` seconds."""
         await self._refresher.run(wait)
-
-    async def refresh_if_incomplete(self) -> None:
-        if not self.complete:
-            await self._refresher.run_if_due()
 
     async def _discover(self) -> None:
         pending = [name for name in self.connections if name not in self._discovered]

@@ -17,7 +17,7 @@ from ..core.settings import Peer
 from .a2a_peer import A2APeer, A2APeers, fetch_card, not_sent_again
 from .connect_retry import RETRY_DELAYS, retry_unsent
 from .http import HttpClient
-from .refresh import Refresher
+from .refresh import Discovery
 
 __all__ = ["DEPTH_HEADER", "DelegationError", "PeerDirectory"]
 
@@ -27,16 +27,16 @@ DEPTH_HEADER = "X-KAOS-Delegation-Depth"
 CARD_TIMEOUT_SECONDS = 5.0
 
 
-class PeerDirectory:
+class PeerDirectory(Discovery):
     def __init__(self, peers: tuple[Peer, ...], http: HttpClient, timeout: float,
                  a2a_urls: tuple[str, ...] = (), pause=asyncio.sleep) -> None:
+        super().__init__(self._fetch_missing_cards)
         self.named = {peer.name: peer for peer in peers}
         self.a2a = A2APeers(a2a_urls, http, timeout, CARD_TIMEOUT_SECONDS, taken=frozenset(self.named), pause=pause)
         self.http = http
         self.timeout = timeout
         self.pause = pause  # the wait between attempts of a delegation that reached nothing
         self._cards: dict[str, dict] = {}
-        self._refresher = Refresher(self._fetch_missing_cards)
 
     @property
     def peers(self) -> dict[str, Peer | A2APeer]:
@@ -59,10 +59,6 @@ class PeerDirectory:
     async def fetch_cards(self, wait: float | None = None) -> None:
         """Fetch the cards not fetched yet; wait at most `wait` seconds."""
         await self._refresher.run(wait)
-
-    async def refresh_if_incomplete(self) -> None:
-        if not self.complete:
-            await self._refresher.run_if_due()
 
     async def _fetch_missing_cards(self) -> None:
         missing = [peer for name, peer in self.named.items() if name not in self._cards]

@@ -1,4 +1,5 @@
-"""Single-flight, rate-limited background refresh (tool discovery, peer cards)."""
+"""Single-flight, rate-limited background refresh (tool discovery, peer cards), and the
+directories it fills (``Discovery``)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,19 @@ class Refresher:
             await asyncio.wait({self._task}, timeout=wait)
         elif time.monotonic() - self._last >= self._interval:
             await self.run(wait)
+
+
+class Discovery:
+    """A directory filled in the background by `find` (the tools of the MCP servers, the peers'
+    cards): until it is ``complete``, a request may start another round (``refresh_if_incomplete``)."""
+
+    def __init__(self, find: Callable[[], Awaitable[None]]) -> None:
+        self._refresher = Refresher(find)
+
+    @property
+    def complete(self) -> bool:
+        raise NotImplementedError
+
+    async def refresh_if_incomplete(self) -> None:
+        if not self.complete:
+            await self._refresher.run_if_due()

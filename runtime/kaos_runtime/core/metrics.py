@@ -40,7 +40,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.utils import floatToGoString
 
-from .forwarding import Forwarding
+from .forwarding import Forwarding, StreamUsage
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # Requests counted as work (the probes, the cards and /metrics itself are not); the path is the
@@ -252,19 +252,18 @@ class MeteredModel(_Metered):
         return reply
 
     async def stream(self, *args, **kwargs):
-        started, usage, outcome = time.perf_counter(), None, ERROR
+        started, outcome = time.perf_counter(), ERROR
+        seen = StreamUsage(self._inner.stream, *args, **kwargs)
         try:
-            async with aclosing(self._inner.stream(*args, **kwargs)) as deltas:
+            async with aclosing(seen.deltas()) as deltas:
                 async for delta in deltas:
-                    if delta.usage:
-                        usage = delta.usage
                     yield delta
             outcome = OK
         except asyncio.CancelledError:
             outcome = CANCELLED
             raise
         finally:
-            self._metrics.model_call(self._model_name, outcome, time.perf_counter() - started, usage)
+            self._metrics.model_call(self._model_name, outcome, time.perf_counter() - started, seen.usage)
 
 
 class MeteredTools(_Metered):

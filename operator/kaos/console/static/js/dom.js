@@ -59,6 +59,16 @@ export function badge(health) {
   return h('span', { class: `badge state-${state}`, 'data-state': state }, health?.label || 'Unknown');
 }
 
+// The top of a resource's page: the trail back to the overview (Overview › namespace › what) and its title.
+export function pageHead(namespace, what, title) {
+  return [h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › ${what}`), h('h1', {}, title)];
+}
+
+// A panel of a page, labelled by its heading.
+export function panel(id, title, ...children) {
+  return h('section', { class: 'panel', 'aria-labelledby': id }, h('h2', { id }, title), ...children);
+}
+
 // Keep keyboard focus across a re-render: the focused element's data-key is focused again.
 export function keepFocus(render) {
   const key = document.activeElement?.dataset?.key;

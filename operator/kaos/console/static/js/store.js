@@ -54,6 +54,12 @@ export function find(kind, namespace, name) {
     && item.metadata?.name === name);
 }
 
+// The Agents of `namespace` for which uses(agent) holds: those that name a resource of it.
+export function agentsUsing(current, namespace, uses) {
+  return current.items.filter((item) => item.kind === 'Agent' && (item.metadata?.namespace || 'default') === namespace
+    && uses(item));
+}
+
 export function namespaces() {
   return [...new Set(state.items.map((item) => item.metadata?.namespace || 'default'))].sort();
 }

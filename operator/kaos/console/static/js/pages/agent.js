@@ -2,7 +2,7 @@
 // resource, and a chat that streams the answer, keeps the session across turns (the id the
 // agent returns) and shows each turn's steps from the memory events.
 
-import { badge, h, pretty, replace } from '../dom.js';
+import { badge, h, pageHead, panel, pretty, replace } from '../dom.js';
 import { ApiError, getJSON, streamChat, workloadPath } from '../api.js';
 import { decisionControls, outcome, timeLeft } from '../approvals.js';
 import { cardUrl, isPeerUrl, matchPeer, splitAccess } from '../peers.js';
@@ -172,14 +172,11 @@ export function render(main, namespace, name) {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) { event.preventDefault(); form.requestSubmit(); }
   });
 
-  replace(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › agent`),
-    h('h1', {}, `Agent ${name}`),
+  replace(main, pageHead(namespace, 'agent', `Agent ${name}`),
     h('p', {}, h('a', { href: `#/memory/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}` }, `Memory of ${name}: sessions and events`)),
     h('div', { class: 'grid' },
-      h('section', { class: 'panel', 'aria-labelledby': 'about' }, h('h2', { id: 'about' }, 'Agent card'), status, card,
-        h('h3', {}, 'Resource'), h('details', {}, h('summary', {}, 'Spec'), spec)),
-      h('section', { class: 'panel', 'aria-labelledby': 'chat' }, h('h2', { id: 'chat' }, 'Chat'),
+      panel('about', 'Agent card', status, card, h('h3', {}, 'Resource'), h('details', {}, h('summary', {}, 'Spec'), spec)),
+      panel('chat', 'Chat',
         h('p', { class: 'hint' }, 'Answers stream in as the agent writes them; the steps (tool calls, delegations, errors) come from its memory.'),
         log, form)));
 

@@ -1,8 +1,9 @@
 // MCP server page: its tools (MCP tools/list, live) and a form to call one with JSON arguments.
 
-import { badge, h, pretty, replace } from '../dom.js';
+import { badge, h, pageHead, panel, pretty, replace } from '../dom.js';
 import { McpClient, toolResultText } from '../api.js';
 import * as store from '../store.js';
+import { tryForm } from '../tryform.js';
 
 // Arguments to start from: every property of the schema with an empty value of its type.
 export function skeleton(schema) {
@@ -33,47 +34,36 @@ export function render(main, namespace, name) {
   };
   toolSelect.addEventListener('change', () => pick(toolSelect.value));
 
-  const form = h('form', { 'aria-label': 'Call a tool', onsubmit: async (event) => {
-    event.preventDefault();
-    let parsed;
-    try {
-      parsed = JSON.parse(args.value || '{}');
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the arguments must be a JSON object, e.g. {"a": 1}');
-    } catch (error) {
-      replace(result, h('p', { class: 'error' }, `The arguments are not valid: ${error.message}`));
-      args.focus();
-      return;
-    }
-    if (!toolSelect.value) { replace(result, h('p', { class: 'error' }, 'Choose a tool first.')); return; }
-    callButton.disabled = true;
-    replace(result, h('p', { class: 'muted' }, `Calling ${toolSelect.value}…`));
-    try {
+  let parsed;
+  const layout = { choice: ['Tool', toolSelect], input: ['Arguments (JSON object)', args], button: callButton, result };
+  const form = tryForm('Call a tool', layout, {
+    check: () => {
+      try {
+        parsed = JSON.parse(args.value || '{}');
+        if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the arguments must be a JSON object, e.g. {"a": 1}');
+      } catch (error) {
+        args.focus();
+        return `The arguments are not valid: ${error.message}`;
+      }
+      return toolSelect.value ? null : 'Choose a tool first.';
+    },
+    pending: () => `Calling ${toolSelect.value}…`,
+    work: async () => {
       const answer = await client.callTool(toolSelect.value, parsed);
-      if (stopped) return;
+      if (stopped) return null;
       const text = toolResultText(answer);
-      replace(result, h('h3', {}, answer?.isError ? `The tool ${toolSelect.value} reported an error` : `Result of ${toolSelect.value}`),
+      return [h('h3', {}, answer?.isError ? `The tool ${toolSelect.value} reported an error` : `Result of ${toolSelect.value}`),
         h('pre', { class: answer?.isError ? 'error' : '', 'data-result': answer?.isError ? 'error' : 'ok' }, text || '(no content)'),
-        h('details', {}, h('summary', {}, 'Full MCP answer'), h('pre', {}, pretty(answer))));
-    } catch (error) {
-      replace(result, h('p', { class: 'error', 'data-result': 'failed' }, error.message));
-    } finally {
-      callButton.disabled = false;
-    }
-  } },
-  h('div', { class: 'row' }, h('div', {}, h('label', { for: 'tool-name' }, 'Tool'), toolSelect)),
-  h('label', { for: 'tool-arguments' }, 'Arguments (JSON object)'), args,
-  h('div', { class: 'actions' }, callButton));
+        h('details', {}, h('summary', {}, 'Full MCP answer'), h('pre', {}, pretty(answer)))];
+    },
+    mark: 'result',
+  });
 
-  replace(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › MCP server`),
-    h('h1', {}, `MCP server ${name}`),
-    h('div', { class: 'grid' },
-      h('section', { class: 'panel', 'aria-labelledby': 'tools' }, h('h2', { id: 'tools' }, 'Tools'), status, tools),
-      h('section', { class: 'panel', 'aria-labelledby': 'call' }, h('h2', { id: 'call' }, 'Call a tool'), form, result)));
+  replace(main, pageHead(namespace, 'MCP server', `MCP server ${name}`),
+    h('div', { class: 'grid' }, panel('tools', 'Tools', status, tools), panel('call', 'Call a tool', form, result)));
 
-  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
-    && (other.metadata.namespace || 'default') === namespace && (other.spec?.mcpServers || []).includes(name))
-    .map((other) => other.metadata.name);
+  const usersOf = (state) => store.agentsUsing(state, namespace, (agent) => (agent.spec?.mcpServers || []).includes(name))
+    .map((agent) => agent.metadata.name);
   const unsubscribe = store.watch('MCPServer', namespace, name, (item, state) => {
     if (!item) { replace(status, h('p', { class: 'error' }, 'This MCP server is not in the resource list.')); return; }
     const users = usersOf(state);

@@ -2,7 +2,7 @@
 // store and the embedder answer (MemoryDegraded), and the agents that use it, each linking to its
 // long-term memories.
 
-import { badge, h, replace } from '../dom.js';
+import { badge, h, pageHead, panel, replace } from '../dom.js';
 import * as store from '../store.js';
 
 function conditionRow(condition) {
@@ -14,14 +14,10 @@ function conditionRow(condition) {
 export function render(main, namespace, name) {
   const facts = h('div');
   const agents = h('div');
-  replace(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › memory store`),
-    h('h1', {}, `Memory store ${name}`),
-    h('section', { class: 'panel', 'aria-labelledby': 'store-status' }, h('h2', { id: 'store-status' }, 'Status'), facts),
-    h('section', { class: 'panel', 'aria-labelledby': 'store-agents' }, h('h2', { id: 'store-agents' }, 'Agents using it'), agents));
+  replace(main, pageHead(namespace, 'memory store', `Memory store ${name}`),
+    panel('store-status', 'Status', facts), panel('store-agents', 'Agents using it', agents));
 
-  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
-    && (other.metadata?.namespace || 'default') === namespace && other.spec?.memory?.store === name);
+  const usersOf = (state) => store.agentsUsing(state, namespace, (agent) => agent.spec?.memory?.store === name);
   const unsubscribe = store.watch('MemoryStore', namespace, name, (item, state) => {
     const users = usersOf(state);
     if (!item) { replace(facts, h('p', { class: 'error' }, 'This memory store is not in the resource list.')); replace(agents); return; }

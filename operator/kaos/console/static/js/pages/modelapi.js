@@ -1,8 +1,9 @@
 // ModelAPI page: the models it offers (its spec, and /v1/models live) and a one-shot test prompt.
 
-import { badge, h, pretty, replace } from '../dom.js';
+import { badge, h, pageHead, panel, pretty, replace } from '../dom.js';
 import { getJSON, postJSON, workloadPath } from '../api.js';
 import * as store from '../store.js';
+import { tryForm } from '../tryform.js';
 
 function specModels(item) {
   const spec = item?.spec || {};
@@ -28,43 +29,28 @@ export function render(main, namespace, name) {
     replace(modelSelect, all.map((m) => h('option', { value: m, selected: m === current || undefined }, m)));
   };
 
-  const form = h('form', { 'aria-label': 'Test prompt', onsubmit: async (event) => {
-    event.preventDefault();
-    const text = prompt.value.trim();
-    if (!text) { replace(result, h('p', { class: 'error' }, 'Type a prompt first.')); return; }
-    if (!modelSelect.value) { replace(result, h('p', { class: 'error' }, 'Choose a model first.')); return; }
-    sendButton.disabled = true;
-    replace(result, h('p', { class: 'muted' }, `Asking ${modelSelect.value}…`));
-    const started = performance.now();
-    try {
+  const layout = { choice: ['Model', modelSelect], input: ['Prompt', prompt], button: sendButton, result };
+  const form = tryForm('Test prompt', layout, {
+    check: () => (!prompt.value.trim() ? 'Type a prompt first.' : !modelSelect.value ? 'Choose a model first.' : null),
+    pending: () => `Asking ${modelSelect.value}…`,
+    work: async () => {
+      const started = performance.now();
       const { payload } = await postJSON(workloadPath('ModelAPI', namespace, name, '/v1/chat/completions'),
-        { model: modelSelect.value, messages: [{ role: 'user', content: text }] }, `The model ${modelSelect.value} of ${name}`,
+        { model: modelSelect.value, messages: [{ role: 'user', content: prompt.value.trim() }] }, `The model ${modelSelect.value} of ${name}`,
         { signal: controller.signal });
       const answer = payload?.choices?.[0]?.message?.content ?? '';
-      replace(result, h('h3', {}, `Answer of ${payload.model || modelSelect.value} in ${Math.round(performance.now() - started)} ms`),
+      return [h('h3', {}, `Answer of ${payload.model || modelSelect.value} in ${Math.round(performance.now() - started)} ms`),
         h('pre', { 'data-answer': '' }, answer || '(empty answer)'),
-        payload.usage ? h('p', { class: 'hint' }, `Tokens: ${payload.usage.prompt_tokens ?? '?'} in, ${payload.usage.completion_tokens ?? '?'} out.`) : null);
-    } catch (error) {
-      if (error.name === 'AbortError') return;
-      replace(result, h('p', { class: 'error', 'data-answer': 'failed' }, error.message));
-    } finally {
-      sendButton.disabled = false;
-    }
-  } },
-  h('div', { class: 'row' }, h('div', {}, h('label', { for: 'prompt-model' }, 'Model'), modelSelect)),
-  h('label', { for: 'prompt-text' }, 'Prompt'), prompt,
-  h('div', { class: 'actions' }, sendButton));
+        payload.usage ? h('p', { class: 'hint' }, `Tokens: ${payload.usage.prompt_tokens ?? '?'} in, ${payload.usage.completion_tokens ?? '?'} out.`) : null];
+    },
+    mark: 'answer',
+  });
 
-  replace(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › model API`),
-    h('h1', {}, `Model API ${name}`),
-    h('div', { class: 'grid' },
-      h('section', { class: 'panel', 'aria-labelledby': 'models' }, h('h2', { id: 'models' }, 'Models'), status, live),
-      h('section', { class: 'panel', 'aria-labelledby': 'try' }, h('h2', { id: 'try' }, 'Test prompt'),
-        h('p', { class: 'hint' }, 'One message, straight to the model API (no agent in between).'), form, result)));
+  replace(main, pageHead(namespace, 'model API', `Model API ${name}`),
+    h('div', { class: 'grid' }, panel('models', 'Models', status, live), panel('try', 'Test prompt',
+      h('p', { class: 'hint' }, 'One message, straight to the model API (no agent in between).'), form, result)));
 
-  const usersOf = (state) => state.items.filter((other) => other.kind === 'Agent'
-    && (other.metadata.namespace || 'default') === namespace && other.spec?.modelAPI === name);
+  const usersOf = (state) => store.agentsUsing(state, namespace, (agent) => agent.spec?.modelAPI === name);
   const unsubscribe = store.watch('ModelAPI', namespace, name, (item, state) => {
     if (!item) { replace(status, h('p', { class: 'error' }, 'This model API is not in the resource list.')); return; }
     const users = usersOf(state);

@@ -1,7 +1,7 @@
 // Trigger page: what it sends to which agent and when, its status, the runs in progress and its
 // run history; each run links to its session's timeline in the agent's memory.
 
-import { badge, h, pretty, replace, time } from '../dom.js';
+import { badge, h, pageHead, panel, pretty, replace, time } from '../dom.js';
 import * as store from '../store.js';
 
 function sessionLink(namespace, agent, session) {
@@ -25,11 +25,8 @@ function runRow(namespace, agent, run) {
 export function render(main, namespace, name) {
   const facts = h('div');
   const runs = h('div');
-  replace(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ` › ${namespace} › trigger`),
-    h('h1', {}, `Trigger ${name}`),
-    h('section', { class: 'panel', 'aria-labelledby': 'trigger-status' }, h('h2', { id: 'trigger-status' }, 'Status'), facts),
-    h('section', { class: 'panel', 'aria-labelledby': 'trigger-runs' }, h('h2', { id: 'trigger-runs' }, 'Runs'), runs));
+  replace(main, pageHead(namespace, 'trigger', `Trigger ${name}`),
+    panel('trigger-status', 'Status', facts), panel('trigger-runs', 'Runs', runs));
 
   const unsubscribe = store.watch('Trigger', namespace, name, (item) => {
     if (!item) { replace(facts, h('p', { class: 'error' }, 'This trigger is not in the resource list.')); replace(runs); return; }
