@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.launcher.__main__ import real_node_plane
 from tests.support.launcher.components import Plane, command_lines
+from tests.support.launcher.layout import real_node_plane
 
 ROOT = Path(__file__).resolve().parents[2]
 
