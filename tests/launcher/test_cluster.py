@@ -2,7 +2,6 @@
 the script, on a state folder of the test's own. The real cluster itself is scripts/test-cluster's."""
 
 import os
-import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -11,9 +10,7 @@ import pytest
 
 from kaos.local.ports import free_port
 from tests.support.launcher.cluster import mounts_under
-from tests.support.launcher.namespaces import holder_pid
 from tests.support.launcher.node import cgroup_problem
-from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "cluster"
@@ -52,22 +49,13 @@ def test_the_mounts_under_the_state_deepest_first():
         "/var/tmp/kaos-cluster/kubelet/pods/x/volumes", "/var/tmp/kaos-cluster/containerd/state/a/rootfs"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (unshare -n)")
-def test_while_a_holder_runs_status_prints_the_lines_and_up_refuses(tmp_path):
-    holder = subprocess.Popen(["unshare", "-n", "--", "sleep", "600"])
-    try:
-        (tmp_path / "pids").mkdir()
-        (tmp_path / "pids" / "holder").write_text(f"{holder.pid}\n")
-        wait_until(lambda: holder_pid(tmp_path / "pids" / "holder"), timeout=10, what="the holder's namespace")
-        status = cluster("status", KAOS_CLUSTER_STATE=str(tmp_path), KAOS_CLUSTER_GATEWAY_PORT="18181")
-        assert status.returncode == 0
-        assert status.stdout.splitlines() == [f"running (state in {tmp_path})", f"KUBECONFIG={tmp_path}/kubeconfig",
-                                              "GATEWAY_URL=http://127.0.0.1:18181"]
-        up = cluster("up", KAOS_CLUSTER_STATE=str(tmp_path))
-        assert up.returncode == 1 and "already runs" in up.stderr and not up.stdout
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(timeout=10)
+def test_while_a_holder_runs_status_prints_the_lines_and_up_refuses(tmp_path, holder):
+    status = cluster("status", KAOS_CLUSTER_STATE=str(tmp_path), KAOS_CLUSTER_GATEWAY_PORT="18181")
+    assert status.returncode == 0
+    assert status.stdout.splitlines() == [f"running (state in {tmp_path})", f"KUBECONFIG={tmp_path}/kubeconfig",
+                                          "GATEWAY_URL=http://127.0.0.1:18181"]
+    up = cluster("up", KAOS_CLUSTER_STATE=str(tmp_path))
+    assert up.returncode == 1 and "already runs" in up.stderr and not up.stdout
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or cgroup_problem() is not None, reason="needs root and cgroup v1")

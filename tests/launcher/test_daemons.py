@@ -3,12 +3,9 @@ detached, in the cluster's cgroup before it runs anything, its pid and output wh
 the logs look; the holder is only ever a process of another network namespace."""
 
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from tests.support.launcher import daemons
 from tests.support.launcher.namespaces import holder_pid, inside
@@ -58,16 +55,10 @@ def test_no_holder_without_a_live_process_of_another_network_namespace(tmp_path)
     assert holder_pid(pid_file) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root (unshare -n)")
-def test_a_process_in_a_namespace_of_its_own_is_the_holder_and_commands_run_inside(tmp_path):
-    holder = subprocess.Popen(["unshare", "-n", "--", "sleep", "600"])
-    try:
-        pid_file = tmp_path / "holder"
-        pid_file.write_text(f"{holder.pid}\n")
-        wait_until(lambda: holder_pid(pid_file), timeout=10, what="the holder's namespace")
-        links = subprocess.run(inside(holder.pid, "ip", "-o", "link"), capture_output=True, text=True, check=True)
-        assert [line.split(":")[1].strip() for line in links.stdout.splitlines()] == ["lo"]
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(timeout=10)
-    assert holder_pid(pid_file) is None
+def test_a_process_in_a_namespace_of_its_own_is_the_holder_and_commands_run_inside(tmp_path, holder):
+    pid_file = tmp_path / "pids" / "holder"
+    assert holder_pid(pid_file) == holder
+    links = subprocess.run(inside(holder, "ip", "-o", "link"), capture_output=True, text=True, check=True)
+    assert [line.split(":")[1].strip() for line in links.stdout.splitlines()] == ["lo"]
+    os.kill(holder, signal.SIGKILL)
+    wait_until(lambda: holder_pid(pid_file) is None, timeout=10, what="the holder gone")

@@ -4,7 +4,6 @@ The steps, in their order; what they start and how is in the modules beside this
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
 import time
@@ -214,7 +213,10 @@ def restart(layout: Layout, daemon: str) -> None:
             wait_for(f"{daemon} to stop", 60, lambda: daemons.stopped(pid))
         except Stop:
             raise Stop(f"{daemon} (pid {pid}) did not stop") from None
-    node.start_containerd() if daemon == "containerd" else node.start_kube_router()
+    if daemon == "containerd":
+        node.start_containerd()
+    else:
+        node.start_kube_router()
     log(f"{daemon} restarted")
 
 
@@ -231,7 +233,7 @@ def clean(layout: Layout) -> None:
         for point in mounts_under(Path("/proc/mounts").read_text(), layout.state):
             succeeds(["umount", "-l", point])
         remove_recorded(layout.state)  # only those that did not exist before up (STATE/host-paths)
-        shutil.rmtree(layout.state)
+        run(["rm", "-rf", layout.state])  # shutil.rmtree took 52 s over its 67k files, rm 10-25 s (load ~10)
 
 
 def down(layout: Layout) -> None:
