@@ -1,12 +1,12 @@
 """The control plane's command lines (tests/support/launcher/components.py), written once for
-tests/cluster (kwok) and scripts/cluster (kubelet), and the files scripts/cluster reads them from."""
+tests/cluster (kwok) and scripts/cluster (kubelet), and the files scripts/cluster keeps them in (STATE/commands)."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.launcher.__main__ import real_node_plane
 from tests.support.launcher.components import Plane, command_lines
+from tests.support.launcher.layout import real_node_plane
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def test_the_kubelet_strategy_gives_controllers_their_own_credentials(tmp_path):
     assert "--secure-port=0" in command_lines(kwok_plane(tmp_path))["kube-scheduler"]
 
 
-def test_bash_reads_back_the_arguments_the_command_wrote(tmp_path):
+def test_the_files_read_back_as_the_arguments_the_command_wrote(tmp_path):
     subprocess.run([sys.executable, "-m", "tests.support.launcher", "control-plane", str(tmp_path),
                     "--bin", "/opt/a b", "--advertise", "10.244.0.1"], cwd=ROOT, check=True, timeout=60)
     read = subprocess.run(["bash", "-c", "mapfile -d '' argv < \"$1\"; printf '%s\\n' \"${argv[@]}\"", "-",
@@ -50,6 +50,8 @@ def test_bash_reads_back_the_arguments_the_command_wrote(tmp_path):
 
 
 def test_the_flags_are_written_nowhere_else():
-    for script in (ROOT / "scripts" / "cluster", ROOT / "tests" / "cluster" / "controlplane.py"):
+    launcher = [m for m in (ROOT / "tests" / "support" / "launcher").glob("*.py") if m.name != "components.py"]
+    assert any(m.name == "cluster.py" for m in launcher)
+    for script in (ROOT / "scripts" / "cluster", ROOT / "tests" / "cluster" / "controlplane.py", *launcher):
         text = script.read_text()
         assert "--service-account-issuer" not in text and "--etcd-servers" not in text, script

@@ -57,6 +57,9 @@ def test_down_without_a_record_removes_nothing(tmp_path):
     assert (tmp_path / "var" / "log" / "pods").exists()
 
 
-def test_scripts_cluster_removes_no_host_path_itself():
-    text = (ROOT / "scripts" / "cluster").read_text()
-    assert not any(f"rm -rf {path}" in text or f" {path} " in text for path in HOST_PATHS)
+def test_the_launcher_removes_no_host_path_but_those_node_py_recorded():
+    launcher = [m for m in (ROOT / "tests" / "support" / "launcher").glob("*.py") if m.name != "node.py"]
+    assert any(m.name == "cluster.py" for m in launcher)
+    for script in (ROOT / "scripts" / "cluster", *launcher):
+        text = script.read_text()
+        assert not any(f"rm -rf {path}" in text or f" {path} " in text or f'"{path}"' in text for path in HOST_PATHS)

@@ -1,9 +1,13 @@
-"""The cluster launcher's commands for scripts/cluster (run from the repository's root):
+"""The cluster launcher's commands (run from the repository's root). scripts/cluster is
+
+    python -m tests.support.launcher cluster up|down|status|restart containerd|kube-router
+
+(cluster.py); the others are its steps, each on its own for the tests and by hand:
 
     python -m tests.support.launcher pki DIR --node NAME --address IP...
     python -m tests.support.launcher control-plane STATE --bin BIN --advertise IP
-        (STATE/commands/<part>: etcd's, kube-apiserver's, the controllers' arguments, NUL-separated,
-        for scripts/cluster's real node: the kubelet strategy, inside its network namespace)
+        (STATE/commands/<part>: etcd's, kube-apiserver's, the controllers' arguments, NUL-separated:
+        the kubelet strategy, inside the real node's network namespace)
     python -m tests.support.launcher kubeconfigs STATE --internal URL --external URL
         (STATE/<part>.kubeconfig for each part, STATE/kubeconfig for the host: pki's certificates)
     python -m tests.support.launcher check-host          (exit 1 saying why the host cannot run the node)
@@ -20,16 +24,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from tests.support.launcher import cgroups
-from tests.support.launcher.components import Plane, command_lines, write_command_lines
+from tests.support.launcher import cgroups, cluster
+from tests.support.launcher.components import command_lines, write_command_lines
 from tests.support.launcher.kubeconfig import write_real_node_kubeconfigs
+from tests.support.launcher.layout import real_node_plane
 from tests.support.launcher.node import cgroup_problem, record_absent, remove_recorded
 from tests.support.launcher.pki import create_cluster_pki
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["cluster"]:  # scripts/cluster's own arguments and usage line
+        return cluster.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m tests.support.launcher")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("cluster", help="scripts/cluster: up, down, status, restart containerd|kube-router")
     pki = commands.add_parser("pki", help="the cluster's CA, certificates and service-account keys into DIR")
     pki.add_argument("dir", type=Path)
     pki.add_argument("--node", required=True, help="the node's name (its kubelet's user is system:node:NAME)")
@@ -91,14 +99,6 @@ def cgroups_command(action: str, name: str, pid: int | None, root: Path) -> int:
     else:
         return 0 if cgroups.left(name, root) else 1
     return 0
-
-
-def real_node_plane(state: Path, bin: Path, advertise: str) -> Plane:
-    """scripts/cluster's control plane: in its own network namespace, so on the usual ports."""
-    return Plane(node="kubelet", bin=bin, pki=state / "pki", etcd_data=state / "etcd", etcd_port=2379,
-                 etcd_peer_port=2380, api_port=6443, bind_address="0.0.0.0", advertise_address=advertise,
-                 controller_kubeconfig=state / "controller-manager.kubeconfig",
-                 scheduler_kubeconfig=state / "scheduler.kubeconfig", name="kaos-cluster")
 
 
 if __name__ == "__main__":
