@@ -4,7 +4,6 @@ The steps, in their order; what they start and how is in the modules beside this
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from tests.support.launcher.node import cgroup_problem, record_absent, remove_re
 from tests.support.launcher.pki import create_cluster_pki
 from tests.support.launcher.steps import Stop, log, output, run, succeeds, wait_for
 from tests.support.launcher.templates import render_template
+from tests.support.processes import listening
 
 USAGE = "usage: scripts/cluster up|down|status|restart containerd|kube-router"
 RESTARTABLE = ("containerd", "kube-router")
@@ -87,8 +87,7 @@ class Node:
 
 def port_taken(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2):
-            return True
+        return listening(port)
     except OSError:
         return False
 
