@@ -1,4 +1,8 @@
-"""The one way tests wait: poll a check with a bound, never sleep for a fixed time."""
+"""The one way tests wait: poll a check with a bound, never sleep for a fixed time.
+
+The default bound is generous: a passing check returns as soon as it holds, and on a loaded
+machine (pytest's workers beside the real-cluster tier on two cores) the operator or a process
+can take several times its idle time."""
 
 from __future__ import annotations
 
@@ -6,8 +10,12 @@ import asyncio
 import time
 from typing import Any, Awaitable, Callable
 
+DEFAULT_TIMEOUT = 60.0  # seconds
 
-def wait_until(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "condition") -> Any:
+
+def wait_until(
+    check: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05, what: str = "condition"
+) -> Any:
     """Call ``check()`` until it returns something truthy and return that value.
 
     Raises AssertionError naming ``what`` and the last value after ``timeout`` seconds.
@@ -23,7 +31,7 @@ def wait_until(check: Callable[[], Any], timeout: float = 15.0, interval: float 
 
 
 async def eventually(
-    check: Callable[[], Any | Awaitable[Any]], timeout: float = 15.0, interval: float = 0.05, what: str = "condition"
+    check: Callable[[], Any | Awaitable[Any]], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05, what: str = "condition"
 ) -> Any:
     """The async twin of :func:`wait_until`; ``check`` may be sync or a coroutine function."""
     deadline = time.monotonic() + timeout
