@@ -5,6 +5,7 @@ import time
 import pytest
 
 from e2e.conftest import chat, create_agent_resource, deploy_and_wait, fenced, memory_events
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.dataplane]
 
@@ -24,8 +25,24 @@ def team(test_namespace, shared_modelapi):
     return urls, tasks
 
 
+def system_prompt(request: dict) -> str:
+    return " ".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "system")
+
+
 async def test_coordinator_discovers_and_delegates(team, mock_model_server):
     urls, tasks = team
+
+    # discovery: the coordinator's prompt names both peers with the descriptions from their cards.
+    # A request waits at most 2 s for the cards (REQUEST_WAIT_SECONDS), so in a cluster the first
+    # may go out with the names alone while a new pod's first connections are let through.
+    async def described() -> str | None:
+        mock_model_server.reset()
+        assert (await chat(urls["team-lead"], "Who can help?")).status_code == 200
+        prompt = system_prompt(mock_model_server.requests()[0])
+        return prompt if all(f"Worker {w} of the e2e team" in prompt for w in tasks) else None
+
+    await eventually(described, timeout=60, interval=1, what="the peers' descriptions in the coordinator's prompt")
+
     mock_model_server.reset()
     mock_model_server.script([
         fenced("delegate", {"agent": "team-a", "task": tasks["team-a"]}),
@@ -36,9 +53,7 @@ async def test_coordinator_discovers_and_delegates(team, mock_model_server):
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == "Both workers are done."
 
-    # discovery: the coordinator's prompt names both peers with the descriptions from their cards
-    first = mock_model_server.requests()[0]
-    prompt = " ".join(str(m.get("content")) for m in first["messages"] if m.get("role") == "system")
+    prompt = system_prompt(mock_model_server.requests()[0])
     for worker in ("team-a", "team-b"):
         assert worker in prompt
         assert f"Worker {worker} of the e2e team" in prompt
