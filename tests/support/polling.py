@@ -31,7 +31,10 @@ def wait_until(
 
 
 async def eventually(
-    check: Callable[[], Any | Awaitable[Any]], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05, what: str = "condition"
+    check: Callable[[], Any | Awaitable[Any]],
+    timeout: float = DEFAULT_TIMEOUT,
+    interval: float = 0.05,
+    what: str = "condition",
 ) -> Any:
     """The async twin of :func:`wait_until`; ``check`` may be sync or a coroutine function."""
     deadline = time.monotonic() + timeout
